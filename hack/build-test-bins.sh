@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Builds the control-plane binaries the e2e harness runs (etcd, kube-apiserver,
+# kube-controller-manager, kube-scheduler, kwok) from the Go module proxy into bin/.
+# A binary is rebuilt only when its tools module changed (stamp file); the Go build cache
+# makes a rebuild cheap anyway.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin="$root/bin"
+mkdir -p "$bin"
+kv=v1.37.2
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags="$ldflags -X $p.gitVersion=$kv -X $p.gitMajor=1 -X $p.gitMinor=37 -X $p.gitTreeState=clean"
+done
+
+# build DIR PKG NAME [LDFLAGS]: build PKG from the tools module DIR into bin/NAME unless up to date.
+build() {
+  local dir=$1 pkg=$2 name=$3 flags=${4:-"-s -w"}
+  local stamp="$bin/.$name.stamp" sum
+  sum=$(cat "$root/hack/tools/$dir/go.mod" "$root/hack/tools/$dir/go.sum" | sha256sum | cut -c1-16)
+  if [ -x "$bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$sum" ]; then return; fi
+  echo ">> building $name" >&2
+  (cd "$root/hack/tools/$dir" && go build -trimpath -ldflags "$flags" -o "$bin/$name" "$pkg")
+  echo "$sum" > "$stamp"
+}
+
+want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok}
+for b in $want; do
+  case $b in
+    etcd) build etcd . etcd ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler) build kube "k8s.io/kubernetes/cmd/$b" "$b" "$ldflags" ;;
+    kwok) build kwok sigs.k8s.io/kwok/cmd/kwok kwok ;;
+    *) echo "unknown binary $b" >&2; exit 1 ;;
+  esac
+done
