@@ -1,0 +1,294 @@
+// Command convoy-controller-manager runs convoy's controllers: release (render, gate, apply, prune)
+// and cluster (probe target clusters). It serves /healthz, /readyz and /metrics on --health-addr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/kumodo/convoy/apis/core/v1alpha1"
+	"github.com/kumodo/convoy/generated/clientset/versioned"
+	convoyscheme "github.com/kumodo/convoy/generated/clientset/versioned/scheme"
+	convoyinformers "github.com/kumodo/convoy/generated/informers/externalversions"
+	"github.com/kumodo/convoy/pkg/cluster"
+	"github.com/kumodo/convoy/pkg/clusters"
+	"github.com/kumodo/convoy/pkg/metrics"
+	"github.com/kumodo/convoy/pkg/release"
+	"github.com/kumodo/convoy/pkg/sharding"
+)
+
+// allControllers are the controllers this build runs, in start order.
+var allControllers = []string{"cluster", "release"}
+
+// options are the command-line flags.
+type options struct {
+	kubeconfig           string
+	controllers          string
+	workers              int
+	healthAddr           string
+	clusterProbeInterval time.Duration
+	resync               time.Duration
+	qps                  float64
+	burst                int
+	targetQPS            float64
+	targetBurst          int
+	targetTimeout        time.Duration
+	shards               int
+	shard                int
+	historyMax           int
+	historyMaxAge        time.Duration
+}
+
+func main() {
+	opts := options{}
+	fs := flag.CommandLine
+	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster; empty: $KUBECONFIG, then in-cluster")
+	fs.StringVar(&opts.controllers, "controllers", "*", "comma-separated controllers to run ("+strings.Join(allControllers, ",")+"); * runs all")
+	fs.IntVar(&opts.workers, "workers", 4, "workers per controller")
+	fs.StringVar(&opts.healthAddr, "health-addr", ":8081", "address serving /healthz, /readyz and /metrics")
+	fs.DurationVar(&opts.clusterProbeInterval, "cluster-probe-interval", 30*time.Second, "time between two probes of a Cluster")
+	fs.DurationVar(&opts.resync, "resync", 10*time.Minute, "informer resync period")
+	fs.Float64Var(&opts.qps, "qps", 50, "QPS to the management API server")
+	fs.IntVar(&opts.burst, "burst", 100, "burst to the management API server")
+	fs.Float64Var(&opts.targetQPS, "target-qps", 50, "QPS to each target API server")
+	fs.IntVar(&opts.targetBurst, "target-burst", 100, "burst to each target API server")
+	fs.DurationVar(&opts.targetTimeout, "target-timeout", 30*time.Second, "timeout of one request to a target API server")
+	fs.IntVar(&opts.shards, "shards", 1, "number of shards Clusters are spread over")
+	fs.IntVar(&opts.shard, "shard", -1, "the shard this replica owns (static sharding); -1: all shards when --shards=1")
+	fs.IntVar(&opts.historyMax, "history-max", 10, "rendered history kept per Release when neither the Release nor its Cluster sets retention")
+	fs.DurationVar(&opts.historyMaxAge, "history-max-age", 720*time.Hour, "age after which history entries are removed, by default")
+	klog.InitFlags(fs)
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := run(ctx, opts); err != nil {
+		klog.ErrorS(err, "convoy-controller-manager failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(ctx context.Context, opts options) error {
+	logger := klog.FromContext(ctx)
+	enabled, err := selectControllers(opts.controllers)
+	if err != nil {
+		return err
+	}
+	gate, err := shardGate(opts)
+	if err != nil {
+		return err
+	}
+	cfg, err := managementConfig(opts.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
+	cfg.UserAgent = "convoy-controller-manager"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building kubernetes client: %w", err)
+	}
+	convoy, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building convoy client: %w", err)
+	}
+
+	metrics.Register()
+	if err := convoyscheme.AddToScheme(clientgoscheme.Scheme); err != nil {
+		return fmt.Errorf("registering convoy types: %w", err)
+	}
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: "convoy-controller-manager"})
+
+	kubeFactory := kubeinformers.NewSharedInformerFactory(kube, opts.resync)
+	convoyFactory := convoyinformers.NewSharedInformerFactory(convoy, opts.resync)
+	var inCluster *rest.Config
+	if c, err := rest.InClusterConfig(); err == nil {
+		inCluster = c
+	}
+	clients := clusters.NewCache(kubeFactory.Core().V1().Secrets().Lister(), clusters.Options{
+		QPS: float32(opts.targetQPS), Burst: opts.targetBurst, Timeout: opts.targetTimeout, InCluster: inCluster,
+	})
+
+	var runners []func(context.Context) error
+	if enabled["cluster"] {
+		c, err := cluster.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Clusters(),
+			kubeFactory.Core().V1().Secrets(), clients, gate, recorder, opts.clusterProbeInterval)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
+	}
+	if enabled["release"] {
+		retention := v1alpha1.RetentionPolicy{MaxAge: &metav1.Duration{Duration: opts.historyMaxAge}}
+		maxHistory := int32(opts.historyMax)
+		retention.MaxHistory = &maxHistory
+		c, err := release.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Releases(),
+			convoyFactory.Core().V1alpha1().Clusters(), kubeFactory.Core().V1().ConfigMaps(),
+			clients, gate, recorder, release.Config{Retention: retention})
+		if err != nil {
+			return err
+		}
+		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
+	}
+	// Secrets back the client cache of every controller.
+	kubeFactory.Core().V1().Secrets().Informer()
+
+	var ready atomic.Bool
+	srv, err := serveHealth(opts.healthAddr, &ready)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdownCtx)
+	}()
+
+	kubeFactory.Start(ctx.Done())
+	convoyFactory.Start(ctx.Done())
+	defer kubeFactory.Shutdown()
+	defer convoyFactory.Shutdown()
+	for typ, ok := range kubeFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	for typ, ok := range convoyFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("cache of %v did not sync", typ)
+		}
+	}
+	ready.Store(true)
+	logger.Info("Caches synced; running controllers", "controllers", opts.controllers, "workers", opts.workers)
+
+	// A controller that fails stops the others: the process exits and is restarted.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Go(func() {
+			if err := r(ctx); err != nil {
+				stop(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// selectControllers parses --controllers.
+func selectControllers(flagValue string) (map[string]bool, error) {
+	enabled := map[string]bool{}
+	for _, name := range strings.Split(flagValue, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "*":
+			for _, c := range allControllers {
+				enabled[c] = true
+			}
+		case slices.Contains(allControllers, name):
+			enabled[name] = true
+		case name == "":
+		default:
+			return nil, fmt.Errorf("unknown controller %q in --controllers (known: %s)", name, strings.Join(allControllers, ","))
+		}
+	}
+	if len(enabled) == 0 {
+		return nil, fmt.Errorf("--controllers selects no controller")
+	}
+	return enabled, nil
+}
+
+// shardGate builds the static shard gate from --shards and --shard (or the pod name's ordinal).
+func shardGate(opts options) (sharding.Gate, error) {
+	n := int32(opts.shards)
+	if n <= 1 {
+		return sharding.NewStatic(1, 0)
+	}
+	shard := int32(opts.shard)
+	if shard < 0 {
+		ordinal, err := sharding.OrdinalFromPodName(os.Getenv("POD_NAME"))
+		if err != nil {
+			return nil, fmt.Errorf("--shards=%d needs --shard or a StatefulSet POD_NAME: %w", n, err)
+		}
+		shard = ordinal
+	}
+	return sharding.NewStatic(n, shard)
+}
+
+// managementConfig loads the management cluster's client configuration.
+func managementConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv("KUBECONFIG")
+	}
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no --kubeconfig and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+// serveHealth serves /healthz (the process lives), /readyz (caches synced) and /metrics.
+func serveHealth(addr string, ready *atomic.Bool) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on --health-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "health server stopped")
+		}
+	}()
+	return srv, nil
+}

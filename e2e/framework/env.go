@@ -1,0 +1,190 @@
+package framework
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kumodo/convoy/generated/clientset/versioned"
+)
+
+// Env is everything one `go test` run of the e2e suite shares: the clusters and the
+// controller. Tests get their isolation from NewNamespace.
+type Env struct {
+	// Mgmt is the management cluster the controller watches; it has the convoy CRDs.
+	Mgmt *APIServer
+	// Live is a target with controllers, a scheduler and a kwok Node: workloads become healthy.
+	Live *APIServer
+	// Bare is a target with an API server only.
+	Bare *APIServer
+	// Fault is a target with an API server only, which tests may Stop and Start.
+	Fault *APIServer
+	// Controller is the convoy controller-manager under test.
+	Controller *Controller
+	// WorkDir holds logs, kubeconfigs and etcd data; kept when a test failed.
+	WorkDir string
+
+	convoy versioned.Interface
+	etcd   *etcd
+	live   *liveComponents
+	failed atomic.Bool
+}
+
+// Start brings up etcd, the four API servers, the live cluster's components and the
+// controller, and installs the CRDs on mgmt. On error everything started is stopped and the
+// work directory kept for its logs.
+func Start(ctx context.Context) (*Env, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return nil, err
+	}
+	bins := binDir(root)
+	if err := requireFiles(bins, binEtcd, binKubeAPIServer, binKubeControllerMgr, binKubeScheduler,
+		binKwok, fileKwokStages, binController); err != nil {
+		return nil, err
+	}
+	e := &Env{}
+	if e.WorkDir, err = makeWorkDir(); err != nil {
+		return nil, err
+	}
+	if err := e.start(ctx, root, bins); err != nil {
+		e.failed.Store(true)
+		e.Stop()
+		return nil, fmt.Errorf("start e2e environment (work dir %s kept): %w", e.WorkDir, err)
+	}
+	return e, nil
+}
+
+// makeWorkDir returns $CONVOY_E2E_WORKDIR (created) or a fresh temporary directory.
+func makeWorkDir() (string, error) {
+	if d := os.Getenv("CONVOY_E2E_WORKDIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return "", fmt.Errorf("create work dir: %w", err)
+		}
+		return d, nil
+	}
+	d, err := os.MkdirTemp("", "convoy-e2e-")
+	if err != nil {
+		return "", fmt.Errorf("create work dir: %w", err)
+	}
+	return d, nil
+}
+
+func (e *Env) start(ctx context.Context, root, bins string) error {
+	logDir := filepath.Join(e.WorkDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return fmt.Errorf("create log dir: %w", err)
+	}
+	var err error
+	if e.etcd, err = startEtcd(ctx, filepath.Join(bins, binEtcd), filepath.Join(e.WorkDir, "etcd"), logDir); err != nil {
+		return err
+	}
+	servers := map[string]**APIServer{"mgmt": &e.Mgmt, "live": &e.Live, "bare": &e.Bare, "fault": &e.Fault}
+	for name, field := range servers {
+		a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, e.etcd.url)
+		if err != nil {
+			return err
+		}
+		*field = a
+	}
+	// The API servers start in parallel: each spends seconds on start-up hooks, mostly waiting.
+	if err := parallel(
+		func() error { return e.Mgmt.start(ctx) },
+		func() error { return e.Live.start(ctx) },
+		func() error { return e.Bare.start(ctx) },
+		func() error { return e.Fault.start(ctx) },
+	); err != nil {
+		return err
+	}
+	if e.convoy, err = versioned.NewForConfig(e.Mgmt.Config); err != nil {
+		return fmt.Errorf("convoy clientset: %w", err)
+	}
+	if err := parallel(
+		func() error { return e.installCRDs(ctx, root) },
+		func() (err error) { e.live, err = startLiveComponents(ctx, e.Live, bins, logDir); return err },
+	); err != nil {
+		return err
+	}
+	if e.Controller, err = newController(filepath.Join(bins, binController), filepath.Join(logDir, "controller.log"), e.Mgmt.kubeconfigPath); err != nil {
+		return err
+	}
+	return e.Controller.start(ctx)
+}
+
+// installCRDs installs the convoy CRDs on mgmt and checks the generated clientset serves them.
+func (e *Env) installCRDs(ctx context.Context, root string) error {
+	if err := installCRDs(ctx, e.Mgmt, filepath.Join(root, "manifests", "crds")); err != nil {
+		return err
+	}
+	for {
+		_, err := e.convoy.CoreV1alpha1().Releases(metav1.NamespaceAll).List(ctx, metav1.ListOptions{Limit: 1})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("list Releases after installing the CRDs (last error %v): %w", err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// parallel runs fns concurrently and joins their errors.
+func parallel(fns ...func() error) error {
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() { errs[i] = fn() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Convoy returns the generated clientset for the management cluster.
+func (e *Env) Convoy() versioned.Interface { return e.convoy }
+
+// MarkFailed makes Stop keep the work directory; TestMain calls it when the run failed, and
+// NewNamespace's cleanup when its test failed.
+func (e *Env) MarkFailed() { e.failed.Store(true) }
+
+// Stop stops the controller, the live components, the API servers and etcd, each by its PID.
+// The work directory is removed, unless a test failed or CONVOY_E2E_KEEP=1: then its path and
+// the controller log's are printed.
+func (e *Env) Stop() {
+	var errs []error
+	if e.Controller != nil {
+		errs = append(errs, e.Controller.stop())
+	}
+	if e.live != nil {
+		errs = append(errs, e.live.stop()...)
+	}
+	for _, a := range []*APIServer{e.Mgmt, e.Live, e.Bare, e.Fault} {
+		if a != nil && a.proc != nil {
+			errs = append(errs, a.Stop())
+		}
+	}
+	if e.etcd != nil {
+		errs = append(errs, e.etcd.proc.stop(10*time.Second))
+	}
+	if err := errors.Join(errs...); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: stopping the environment: %v\n", err)
+		e.failed.Store(true)
+	}
+	if e.failed.Load() || os.Getenv("CONVOY_E2E_KEEP") == "1" {
+		fmt.Fprintf(os.Stderr, "e2e: work dir kept: %s\n", e.WorkDir)
+		if e.Controller != nil {
+			fmt.Fprintf(os.Stderr, "e2e: controller log: %s\n", e.Controller.LogPath())
+		}
+		return
+	}
+	if err := os.RemoveAll(e.WorkDir); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: remove work dir: %v\n", err)
+	}
+}

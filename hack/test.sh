@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the unit tests (pure logic and fake clients) and the e2e tests (real API servers started by
+# e2e/framework from the binaries in bin/). Usage: hack/test.sh [unit|e2e] (default: both).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+what=${1:-all}
+if [ "$what" = all ] || [ "$what" = unit ]; then
+  go test -count=1 ./apis/... ./pkg/... ./cmd/...
+fi
+if [ "$what" = all ] || [ "$what" = e2e ]; then
+  go test -count=1 -timeout 40m ./e2e/... ${E2E_ARGS:-}
+fi

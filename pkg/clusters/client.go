@@ -1,0 +1,115 @@
+package clusters
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// probeTimeout bounds one Probe, whatever the caller's context allows.
+const probeTimeout = 10 * time.Second
+
+// Client is what convoy needs to talk to one target cluster.
+type Client struct {
+	// Config is the REST config the clients below were built from; do not mutate it.
+	Config *rest.Config
+	// Dynamic reads and writes objects of any kind.
+	Dynamic dynamic.Interface
+	// Discovery is memory-cached; Mapper.Reset invalidates it.
+	Discovery discovery.CachedDiscoveryInterface
+	// Mapper maps kinds to resources from Discovery. It does not refresh itself once filled:
+	// reset it after a no-match when the kind may have just been created (a CRD applied).
+	Mapper meta.ResettableRESTMapper
+
+	mu           sync.Mutex
+	impersonated map[string]*Client // by user name, sharing Discovery and Mapper
+}
+
+// NewClient builds a Client from a REST config. It does not contact the cluster.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("build HTTP client for %s: %w", cfg.Host, err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client for %s: %w", cfg.Host, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("build discovery client for %s: %w", cfg.Host, err)
+	}
+	cached := memory.NewMemCacheClient(disco)
+	return &Client{
+		Config:    cfg,
+		Dynamic:   dyn,
+		Discovery: cached,
+		Mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
+	}, nil
+}
+
+// ForServiceAccount returns a Client that impersonates the service account namespace/name of the
+// target cluster (spec.serviceAccountName of a Release). It shares this Client's Discovery and
+// Mapper, which describe the cluster and not the user, and is kept for later calls.
+func (c *Client) ForServiceAccount(namespace, name string) (*Client, error) {
+	user := "system:serviceaccount:" + namespace + ":" + name
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ic, ok := c.impersonated[user]; ok {
+		return ic, nil
+	}
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("build dynamic client impersonating %s: %w", user, err)
+	}
+	ic := &Client{Config: cfg, Dynamic: dyn, Discovery: c.Discovery, Mapper: c.Mapper}
+	if c.impersonated == nil {
+		c.impersonated = map[string]*Client{}
+	}
+	c.impersonated[user] = ic
+	return ic, nil
+}
+
+// Probe asks the target API server for its version (GET /version, at most probeTimeout) and returns
+// its gitVersion, e.g. "v1.37.2".
+func (c *Client) Probe(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	body, err := c.Discovery.RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return "", fmt.Errorf("probe %s: %w", c.Config.Host, err)
+	}
+	var info version.Info
+	if err := json.Unmarshal(body, &info); err != nil {
+		return "", fmt.Errorf("probe %s: decode /version: %w", c.Config.Host, err)
+	}
+	if info.GitVersion == "" {
+		return "", fmt.Errorf("probe %s: /version has no gitVersion", c.Config.Host)
+	}
+	return info.GitVersion, nil
+}
+
+// Scope reports whether a kind is namespaced; known is false when the cluster does not serve the
+// kind (or discovery failed). It uses the cached mapping and never resets it, so an unknown kind
+// costs no extra discovery round trip.
+func (c *Client) Scope(gvk schema.GroupVersionKind) (namespaced bool, known bool) {
+	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return false, false
+	}
+	return m.Scope.Name() == meta.RESTScopeNameNamespace, true
+}

@@ -1,0 +1,113 @@
+package deployer
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestDryRunSkipsWhatCannotBeJudgedYet(t *testing.T) {
+	fc := newFakeCluster(t)
+	objs := []*unstructured.Unstructured{
+		obj("v1", "Namespace", "", "extra", nil),
+		widgetCRD("Namespaced"),
+		configMap("shop", "cfg", "1"),
+		configMap("extra", "in-new-namespace", "1"),       // its namespace is created by the render
+		obj("example.com/v1", "Widget", "shop", "w", nil), // its kind is defined by the render
+	}
+	opts := Options{Owner: owner, TargetNamespace: "shop", AllowClusterScoped: true, AllowedNamespaces: []string{"extra"}}
+	if err := DryRun(context.Background(), fc.client, objs, opts); err != nil {
+		t.Fatalf("DryRun: %v", err)
+	}
+	want := []string{"/extra", "/widgets.example.com", "shop/cfg"}
+	if got := fc.dryRuns(); !reflect.DeepEqual(got, want) {
+		t.Errorf("dry-run applies = %v, want %v", got, want)
+	}
+	if w := fc.writes(); len(w) != 0 {
+		t.Errorf("DryRun wrote: %v", w)
+	}
+	if fc.get(t, configMapsGVR, "shop", "cfg") != nil {
+		t.Error("DryRun stored an object")
+	}
+}
+
+func TestDryRunJudgesObjectsInExistingNamespaces(t *testing.T) {
+	// The render creates Namespace shop, which already exists: its objects are judged.
+	fc := newFakeCluster(t)
+	objs := []*unstructured.Unstructured{obj("v1", "Namespace", "", "shop", nil), configMap("shop", "cfg", "1")}
+	opts := Options{Owner: owner, TargetNamespace: "shop", AllowClusterScoped: true}
+	if err := DryRun(context.Background(), fc.client, objs, opts); err != nil {
+		t.Fatalf("DryRun: %v", err)
+	}
+	if got := fc.dryRuns(); !reflect.DeepEqual(got, []string{"/shop", "shop/cfg"}) {
+		t.Errorf("dry-run applies = %v", got)
+	}
+}
+
+func TestDryRunErrors(t *testing.T) {
+	invalid := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web",
+		field.ErrorList{field.Required(field.NewPath("spec", "selector"), "")})
+	tests := []struct {
+		name     string
+		seed     []runtime.Object
+		objs     []*unstructured.Unstructured
+		opts     Options
+		setup    func(fc *fakeCluster)
+		rejected string // substring of a RejectedError message
+		conflict string // owner of a ConflictError
+		plain    string // substring of a transient error
+	}{
+		{name: "unknown kind without CRD", objs: []*unstructured.Unstructured{obj("example.com/v1", "Gadget", "shop", "g", nil)},
+			opts: shopOpts, rejected: "not served by the cluster"},
+		{name: "policy applies to a kind defined by the render", opts: Options{Owner: owner, TargetNamespace: "shop", AllowClusterScoped: true},
+			objs:     []*unstructured.Unstructured{widgetCRD("Namespaced"), obj("example.com/v1", "Widget", "kube-system", "w", nil)},
+			rejected: "namespace kube-system is neither"},
+		{name: "CRD needs allowClusterScoped", opts: shopOpts, objs: []*unstructured.Unstructured{widgetCRD("Namespaced")},
+			rejected: "cluster-scoped CustomResourceDefinition/widgets.example.com needs Cluster spec.allowClusterScoped"},
+		{name: "server rejects", opts: shopOpts,
+			objs:     []*unstructured.Unstructured{obj("apps/v1", "Deployment", "shop", "web", map[string]any{"spec": map[string]any{}})},
+			setup:    func(fc *fakeCluster) { fc.failOn("patch", "deployments", "web", invalid) },
+			rejected: "spec.selector: Required value"},
+		{name: "object of another release", opts: shopOpts, seed: []runtime.Object{owned(configMap("shop", "cfg", "1"), "team-b/x")},
+			objs: []*unstructured.Unstructured{configMap("shop", "cfg", "2")}, conflict: "team-b/x"},
+		{name: "namespace not created by the render", opts: Options{Owner: owner, TargetNamespace: "shop", AllowedNamespaces: []string{"*"}},
+			objs: []*unstructured.Unstructured{configMap("nowhere", "cfg", "1")}, rejected: `namespaces "nowhere" not found`},
+		{name: "transient", opts: shopOpts, objs: []*unstructured.Unstructured{configMap("shop", "cfg", "1")},
+			setup: func(fc *fakeCluster) {
+				fc.failOn("patch", "configmaps", "cfg", apierrors.NewServiceUnavailable("try later"))
+			}, plain: "dry-run apply ConfigMap shop/cfg"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fc := newFakeCluster(t, tt.seed...)
+			if tt.setup != nil {
+				tt.setup(fc)
+			}
+			err := DryRun(context.Background(), fc.client, tt.objs, tt.opts)
+			var rej *RejectedError
+			var conflict *ConflictError
+			switch {
+			case tt.rejected != "":
+				if !errors.As(err, &rej) || !strings.Contains(rej.Message, tt.rejected) {
+					t.Fatalf("DryRun = %v, want a RejectedError containing %q", err, tt.rejected)
+				}
+			case tt.conflict != "":
+				if !errors.As(err, &conflict) || conflict.Owner != tt.conflict {
+					t.Fatalf("DryRun = %v, want a ConflictError with owner %s", err, tt.conflict)
+				}
+			default:
+				if err == nil || errors.As(err, &rej) || errors.As(err, &conflict) || !strings.Contains(err.Error(), tt.plain) {
+					t.Fatalf("DryRun = %v, want a plain error containing %q", err, tt.plain)
+				}
+			}
+		})
+	}
+}

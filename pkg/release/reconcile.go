@@ -1,0 +1,118 @@
+package release
+
+import (
+	"context"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"github.com/kumodo/convoy/apis/core/v1alpha1"
+	"github.com/kumodo/convoy/pkg/clusters"
+)
+
+// reconcileOutcome is what one reconcile decided; the status assembly turns it into status fields.
+type reconcileOutcome struct {
+	// reason and message of the Applied condition.
+	reason  string
+	message string
+	// renderRef and revision of the attempted render ("" when it failed before rendering).
+	renderRef string
+	revision  string
+	// applied is true when the render was applied: it goes to lastSuccessful.
+	applied bool
+	// failure is true when the attempt failed (it counts towards the backoff); holds are not failures.
+	failure bool
+	// handledSyncAt and handledForceSyncAt are the pending /sync requests this attempt handled by
+	// getting past the gates.
+	handledSyncAt      *metav1.Time
+	handledForceSyncAt *metav1.Time
+	// waves replaces status.waves when not nil.
+	waves []v1alpha1.WaveStatus
+	// pin replaces status.pin.
+	pin *v1alpha1.PinStatus
+}
+
+// reconcileState carries one reconcile's inputs and intermediate results between the stages.
+type reconcileState struct {
+	rel *v1alpha1.Release
+	now metav1.Time
+	// mode is the sync mode with its default applied.
+	mode v1alpha1.SyncMode
+	// syncRequestedAt and forceSyncRequestedAt are the pending /sync requests (nil when none pending).
+	syncRequestedAt      *metav1.Time
+	forceSyncRequestedAt *metav1.Time
+
+	cluster  *v1alpha1.Cluster
+	client   *clusters.Client
+	revision string
+	objects  []*unstructured.Unstructured
+	// renderRef is the reference of the objects that will be applied.
+	renderRef string
+	// pin is the pin status decided by resolvePinnedRender.
+	pin *v1alpha1.PinStatus
+}
+
+// newReconcileState records the attempt time and sync mode and reads the pending /sync and
+// /sync?force=true requests from the annotations.
+func (c *Controller) newReconcileState(ctx context.Context, rel *v1alpha1.Release) *reconcileState {
+	st := &reconcileState{rel: rel, now: metav1.NewTime(c.clock.Now()), mode: rel.Spec.SyncPolicy.Mode}
+	if st.mode == "" {
+		st.mode = v1alpha1.SyncModeAutomatic
+	}
+	st.syncRequestedAt = c.pendingRequest(ctx, rel, v1alpha1.SyncRequestedAtAnnotation, rel.Status.LastHandledSyncAt)
+	st.forceSyncRequestedAt = c.pendingRequest(ctx, rel, v1alpha1.ForceSyncRequestedAtAnnotation, rel.Status.LastHandledForceSyncAt)
+	return st
+}
+
+// pendingRequest returns the request time in the annotation when it is after the handled time.
+// A malformed time is reported in an Event and ignored.
+func (c *Controller) pendingRequest(ctx context.Context, rel *v1alpha1.Release, annotation string, handled *metav1.Time) *metav1.Time {
+	value, ok := rel.Annotations[annotation]
+	if !ok {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		klog.FromContext(ctx).Info("Ignoring malformed sync annotation", "annotation", annotation, "err", err)
+		c.recorder.Eventf(rel, "Warning", "InvalidAnnotation", "annotation %s is not an RFC 3339 time: %q", annotation, value)
+		return nil
+	}
+	at := metav1.NewTime(t)
+	if handled != nil && !at.After(handled.Time) {
+		return nil
+	}
+	return &at
+}
+
+// syncPending reports whether a /sync (forced or not) is pending.
+func (st *reconcileState) syncPending() bool {
+	return st.syncRequestedAt != nil || st.forceSyncRequestedAt != nil
+}
+
+// reconcile runs the stages of reconcile-flow.md; each may stop the pipeline with an outcome.
+func (c *Controller) reconcile(ctx context.Context, rel *v1alpha1.Release) (reconcileOutcome, error) {
+	st := c.newReconcileState(ctx, rel)
+
+	if out, stop, err := c.stageRender(ctx, st); stop {
+		return out, err
+	}
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("renderRef", st.renderRef))
+
+	if out, stop := c.stageGates(ctx, st); stop {
+		return out, nil
+	}
+	out, err := c.stageSync(ctx, st)
+	if err != nil {
+		// A transient failure leaves the /sync request pending, so the retry handles it.
+		out.handledSyncAt, out.handledForceSyncAt = nil, nil
+	}
+	return out, err
+}
+
+// outcome builds an outcome of the current attempt.
+func (st *reconcileState) outcome(reason, message string, failure bool) reconcileOutcome {
+	return reconcileOutcome{reason: reason, message: message, failure: failure,
+		renderRef: st.renderRef, revision: st.revision, pin: st.pin}
+}
