@@ -25,6 +25,7 @@ import (
 	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/coordinator"
+	"github.com/kumodo/convoy/pkg/desired"
 	"github.com/kumodo/convoy/pkg/metrics"
 	"github.com/kumodo/convoy/pkg/sharding"
 )
@@ -56,12 +57,12 @@ type Controller struct {
 	clustersSynced  cache.InformerSynced
 	configMapSynced cache.InformerSynced
 
-	coordinator *coordinator.Coordinator
-	clients     *clusters.Cache
-	gate        sharding.Gate
-	recorder    record.EventRecorder
-	clock       clock.PassiveClock
-	config      Config
+	renderer *desired.Renderer
+	clients  *clusters.Cache
+	gate     sharding.Gate
+	recorder record.EventRecorder
+	clock    clock.PassiveClock
+	config   Config
 
 	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 }
@@ -88,12 +89,16 @@ func NewController(
 		clusters:        clusterInformer.Lister(),
 		clustersSynced:  clusterInformer.Informer().HasSynced,
 		configMapSynced: configMapInformer.Informer().HasSynced,
-		coordinator:     coordinator.New(configMapInformer.Lister()),
-		clients:         clients,
-		gate:            gate,
-		recorder:        recorder,
-		clock:           clock.RealClock{},
-		config:          config,
+		renderer: &desired.Renderer{
+			Coordinator: coordinator.New(configMapInformer.Lister()),
+			Clients:     clients,
+			Clusters:    clusterInformer.Lister(),
+		},
+		clients:  clients,
+		gate:     gate,
+		recorder: recorder,
+		clock:    clock.RealClock{},
+		config:   config,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "release"},

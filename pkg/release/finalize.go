@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
@@ -87,14 +86,7 @@ func (c *Controller) clusterForFinalize(ctx context.Context, rel *v1alpha1.Relea
 		c.recorder.Eventf(rel, "Warning", "PruneSkipped", "objects left on the target: %s", why)
 		return nil, nil
 	}
-	cl, err := c.clusters.Clusters(rel.Namespace).Get(rel.Spec.ClusterRef.Name)
-	if err != nil {
-		return skip(fmt.Sprintf("cluster %s not found", rel.Spec.ClusterRef.Name))
-	}
-	if ready := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse {
-		return skip(fmt.Sprintf("cluster %s is not ready: %s", cl.Name, ready.Message))
-	}
-	client, err := c.clients.Get(cl)
+	_, client, err := c.renderer.Cluster(rel)
 	if err != nil {
 		return skip(err.Error())
 	}

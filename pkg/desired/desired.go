@@ -1,0 +1,126 @@
+// Package desired computes a Release's desired objects: it fetches the source, resolves the target
+// Cluster's client, renders, runs the mutations and takes the render reference. The release
+// controller's stageRender and the observer's drift loop both call it, so they agree on what a
+// Release wants.
+package desired
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kumodo/convoy/apis/core/v1alpha1"
+	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
+	"github.com/kumodo/convoy/pkg/clusters"
+	"github.com/kumodo/convoy/pkg/coordinator"
+	"github.com/kumodo/convoy/pkg/render"
+)
+
+// Error is a failed step; Reason is the Applied reason it maps to.
+type Error struct {
+	// Reason is one of the Applied reasons (FetchFailed, Unsupported, ClusterNotReady, RenderFailed).
+	Reason string
+	// Transient errors are retried with backoff; the others wait for a change of the inputs.
+	Transient bool
+	Err       error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Result is a rendered Release.
+type Result struct {
+	Objects   []*unstructured.Unstructured
+	RenderRef string
+	// Revision is the chart version, git commit or ConfigMap version the objects come from.
+	Revision string
+	Cluster  *v1alpha1.Cluster
+	Client   *clusters.Client
+}
+
+// Renderer renders Releases.
+type Renderer struct {
+	Coordinator *coordinator.Coordinator
+	Clients     *clusters.Cache
+	Clusters    listers.ClusterLister
+}
+
+// Render runs steps 1 to 6 of stageRender for rel. The returned Result carries whatever was resolved
+// before a failure (the revision, the cluster), so callers can report it.
+func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, error) {
+	res := &Result{}
+
+	// 1. Fetch.
+	fetched, err := r.Coordinator.Ensure(ctx, rel)
+	if err != nil {
+		return res, &Error{Reason: v1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("fetching source: %w", err)}
+	}
+	if !fetched.Ready {
+		return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: errors.New(fetched.Message)}
+	}
+	res.Revision = fetched.Content.Revision
+
+	// 2. Cluster.
+	if res.Cluster, res.Client, err = r.Cluster(rel); err != nil {
+		return res, &Error{Reason: v1alpha1.ReasonClusterNotReady, Transient: true, Err: err}
+	}
+
+	// 3. Values: only the helm content type has values; this build renders no helm content, so the
+	// layers come with Helm rendering.
+
+	// 4. Render.
+	objs, err := render.Render(ctx, fetched.Content, nil, render.Capabilities{Scope: res.Client.Scope},
+		render.Options{ReleaseName: rel.Name, Namespace: rel.Spec.TargetNamespace})
+	if errors.Is(err, render.ErrUnsupported) {
+		return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: err}
+	}
+	if err != nil {
+		return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
+	}
+
+	// 5. Mutations.
+	if len(rel.Spec.Mutations) > 0 {
+		return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: errors.New("spec.mutations are not supported by this build yet")}
+	}
+	// Hooks run in phases around the sync; until this build runs them, applying them as plain objects
+	// would run them at the wrong time.
+	for _, obj := range objs {
+		if phase, ok := obj.GetAnnotations()[v1alpha1.HookAnnotation]; ok {
+			return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: fmt.Errorf(
+				"%s %s is a %s hook: lifecycle hooks are not supported by this build yet", obj.GetKind(), obj.GetName(), phase)}
+		}
+	}
+
+	// 6. Render reference.
+	ref, err := render.RenderRef(objs)
+	if err != nil {
+		return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
+	}
+	res.Objects, res.RenderRef = objs, ref
+	return res, nil
+}
+
+// Cluster reads the Release's target Cluster from the cache and returns its client. A missing Cluster,
+// one whose probe says it is not Ready, or one without a usable client is an error.
+func (r *Renderer) Cluster(rel *v1alpha1.Release) (*v1alpha1.Cluster, *clusters.Client, error) {
+	cl, err := r.Clusters.Clusters(rel.Namespace).Get(rel.Spec.ClusterRef.Name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, fmt.Errorf("cluster %s/%s not found", rel.Namespace, rel.Spec.ClusterRef.Name)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading cluster: %w", err)
+	}
+	if ready := meta.FindStatusCondition(cl.Status.Conditions, v1alpha1.ConditionReady); ready != nil && ready.Status == metav1.ConditionFalse {
+		return cl, nil, fmt.Errorf("cluster %s is not ready: %s", cl.Name, ready.Message)
+	}
+	client, err := r.Clients.Get(cl)
+	if err != nil {
+		return cl, nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
+	}
+	return cl, client, nil
+}
