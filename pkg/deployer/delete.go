@@ -83,7 +83,8 @@ func deleteOne(ctx context.Context, r *resolver, e v1alpha1.InventoryEntry, owne
 	var res dynamic.ResourceInterface = r.c.Dynamic.Resource(m.Resource)
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		if e.Namespace == "" {
-			return false, "", fmt.Errorf("delete %s: the namespaced object has no namespace in the inventory", ref)
+			// No object can be proven to be this entry: keep whatever exists.
+			return false, "namespaced entry without a namespace", nil
 		}
 		res = r.c.Dynamic.Resource(m.Resource).Namespace(e.Namespace)
 	}

@@ -4,23 +4,8 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 )
-
-// EntryFor makes the inventory entry of an object in a wave.
-func EntryFor(obj *unstructured.Unstructured, wave int32) v1alpha1.InventoryEntry {
-	gvk := obj.GroupVersionKind()
-	return v1alpha1.InventoryEntry{
-		Group:     gvk.Group,
-		Version:   gvk.Version,
-		Kind:      gvk.Kind,
-		Namespace: obj.GetNamespace(),
-		Name:      obj.GetName(),
-		Wave:      wave,
-	}
-}
 
 // Key identifies an entry regardless of version and wave: group/kind/namespace/name.
 func Key(e v1alpha1.InventoryEntry) string {

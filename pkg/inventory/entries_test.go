@@ -4,43 +4,11 @@ import (
 	"reflect"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 )
 
 func entry(group, kind, ns, name string, wave int32) v1alpha1.InventoryEntry {
 	return v1alpha1.InventoryEntry{Group: group, Version: "v1", Kind: kind, Namespace: ns, Name: name, Wave: wave}
-}
-
-func TestEntryFor(t *testing.T) {
-	tests := []struct {
-		name string
-		obj  map[string]any
-		wave int32
-		want v1alpha1.InventoryEntry
-	}{
-		{
-			name: "namespaced, grouped",
-			obj:  map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop"}},
-			wave: 2,
-			want: v1alpha1.InventoryEntry{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "shop", Name: "web", Wave: 2},
-		},
-		{
-			name: "core, cluster-scoped",
-			obj:  map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}},
-			wave: -1,
-			want: v1alpha1.InventoryEntry{Version: "v1", Kind: "Namespace", Name: "shop", Wave: -1},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := EntryFor(&unstructured.Unstructured{Object: tt.obj}, tt.wave)
-			if got != tt.want {
-				t.Errorf("EntryFor = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
 }
 
 func TestKey(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,10 +63,13 @@ func (c *Controller) stageSync(ctx context.Context, st *reconcileState) (reconci
 	counts := map[string]int{}
 	written := prev
 	for i, w := range grouped {
-		planned := applied
-		for _, obj := range w.Objects {
-			planned = append(planned, inventory.EntryFor(obj, w.Number))
+		entries, err := deployer.Entries(st.client, w.Objects, st.objects, opts)
+		if err != nil {
+			out, err := c.applyErrorOutcome(st, err)
+			out.waves = status
+			return out, err
 		}
+		planned := append(slices.Clone(applied), entries...)
 		if written, err = c.putInventory(ctx, rel, written, prev.RenderRef, inventory.Union(prev.Entries, planned)); err != nil {
 			return c.syncOutcome(st, v1alpha1.ReasonApplyFailed, err.Error(), true), err
 		}
