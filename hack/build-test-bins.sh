@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the e2e harness runs (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kwok) from the Go module proxy into bin/, and writes
-# bin/kwok-stages.yaml (kwok's fast stages plus hack/tools/kwok/convoy-e2e-stages.yaml).
-# Usage: hack/build-test-bins.sh [etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kwok|kwok-stages]...
+# kube-controller-manager, kube-scheduler, kwok) and the kubectl the demo runs from the Go module
+# proxy into bin/, and writes bin/kwok-stages.yaml (kwok's fast stages plus
+# hack/tools/kwok/convoy-e2e-stages.yaml).
+# Usage: hack/build-test-bins.sh [etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kwok|kwok-stages|versitygw]...
 # A binary is rebuilt only when its tools module changed (stamp file); the Go build cache
 # makes a rebuild cheap anyway.
 set -euo pipefail
@@ -31,7 +32,7 @@ build() {
 # harness's own stages (bad pods stay unready, failing Jobs fail).
 kwok_stages() {
   local dir out="$bin/kwok-stages.yaml" tmp f first=1
-  dir=$(cd "$root/hack/tools/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+  dir=$(cd "$root/hack/tools/kwok" && go mod download sigs.k8s.io/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
   tmp=$(mktemp "$bin/.kwok-stages.XXXXXX")
   for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
     pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
@@ -45,13 +46,14 @@ kwok_stages() {
   mv "$tmp" "$out"
 }
 
-want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok}
+want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw}
 for b in $want; do
   case $b in
     etcd) build etcd . etcd ;;
-    kube-apiserver|kube-controller-manager|kube-scheduler) build kube "k8s.io/kubernetes/cmd/$b" "$b" "$ldflags" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubectl) build kube "k8s.io/kubernetes/cmd/$b" "$b" "$ldflags" ;;
     kwok) build kwok sigs.k8s.io/kwok/cmd/kwok kwok; kwok_stages ;;
     kwok-stages) kwok_stages ;;
+    versitygw) build versitygw github.com/versity/versitygw/cmd/versitygw versitygw ;;
     *) echo "unknown binary $b" >&2; exit 1 ;;
   esac
 done

@@ -8,7 +8,7 @@ module=github.com/kumodo/convoy
 export GOBIN="$root/bin/codegen"
 mkdir -p "$GOBIN"
 
-codegen_root=$(cd "$root/hack/tools" && go list -m -f '{{.Dir}}' k8s.io/code-generator)
+codegen_root=$(cd "$root/hack/tools" && go mod download k8s.io/code-generator && go list -m -f "{{.Dir}}" k8s.io/code-generator)
 # shellcheck source=/dev/null
 source "$codegen_root/kube_codegen.sh"
 

@@ -24,9 +24,9 @@ import (
 	informers "github.com/kumodo/convoy/generated/informers/externalversions/core/v1alpha1"
 	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
-	"github.com/kumodo/convoy/pkg/coordinator"
 	"github.com/kumodo/convoy/pkg/desired"
 	"github.com/kumodo/convoy/pkg/metrics"
+	"github.com/kumodo/convoy/pkg/renderstore"
 	"github.com/kumodo/convoy/pkg/sharding"
 )
 
@@ -35,14 +35,21 @@ const (
 	FieldManager = "convoy-release"
 	// releaseByCluster indexes Releases by "namespace/clusterName".
 	releaseByCluster = "releaseByCluster"
-	// releaseByConfigMap indexes Releases by the "namespace/name" of their source ConfigMap.
+	// releaseByConfigMap indexes Releases by the "namespace/name" of the ConfigMaps they read: the
+	// source and the valuesFrom layers.
 	releaseByConfigMap = "releaseByConfigMap"
+	// releaseBySecret indexes Releases by the "namespace/name" of the Secrets they read: source
+	// credentials and valuesFrom layers.
+	releaseBySecret = "releaseBySecret"
 )
 
 // Config holds the release controller's settings from flags.
 type Config struct {
 	// Retention is the history retention used when neither the Release nor its Cluster sets one.
 	Retention v1alpha1.RetentionPolicy
+	// Store is the render store (--render-store); nil: no store, so no history and no pin of an
+	// older render.
+	Store renderstore.Store
 }
 
 // Controller reconciles Releases: it renders each one, gates it, applies it to its target Cluster in
@@ -56,6 +63,7 @@ type Controller struct {
 	clusters        listers.ClusterLister
 	clustersSynced  cache.InformerSynced
 	configMapSynced cache.InformerSynced
+	secretsSynced   cache.InformerSynced
 
 	renderer *desired.Renderer
 	clients  *clusters.Cache
@@ -75,6 +83,8 @@ func NewController(
 	releaseInformer informers.ReleaseInformer,
 	clusterInformer informers.ClusterInformer,
 	configMapInformer coreinformers.ConfigMapInformer,
+	secretInformer coreinformers.SecretInformer,
+	renderer *desired.Renderer,
 	clients *clusters.Cache,
 	gate sharding.Gate,
 	recorder record.EventRecorder,
@@ -89,16 +99,13 @@ func NewController(
 		clusters:        clusterInformer.Lister(),
 		clustersSynced:  clusterInformer.Informer().HasSynced,
 		configMapSynced: configMapInformer.Informer().HasSynced,
-		renderer: &desired.Renderer{
-			Coordinator: coordinator.New(configMapInformer.Lister()),
-			Clients:     clients,
-			Clusters:    clusterInformer.Lister(),
-		},
-		clients:  clients,
-		gate:     gate,
-		recorder: recorder,
-		clock:    clock.RealClock{},
-		config:   config,
+		secretsSynced:   secretInformer.Informer().HasSynced,
+		renderer:        renderer,
+		clients:         clients,
+		gate:            gate,
+		recorder:        recorder,
+		clock:           clock.RealClock{},
+		config:          config,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "release"},
@@ -108,6 +115,7 @@ func NewController(
 	if err := releaseInformer.Informer().AddIndexers(cache.Indexers{
 		releaseByCluster:   indexByCluster,
 		releaseByConfigMap: indexByConfigMap,
+		releaseBySecret:    indexBySecret,
 	}); err != nil {
 		return nil, fmt.Errorf("adding release indexers: %w", err)
 	}
@@ -132,6 +140,13 @@ func NewController(
 	}, cache.HandlerOptions{Logger: &logger}); err != nil {
 		return nil, fmt.Errorf("adding configmap event handler: %w", err)
 	}
+	if _, err := secretInformer.Informer().AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSecretReleases,
+		UpdateFunc: c.updateSecret,
+		DeleteFunc: c.enqueueSecretReleases,
+	}, cache.HandlerOptions{Logger: &logger}); err != nil {
+		return nil, fmt.Errorf("adding secret event handler: %w", err)
+	}
 	return c, nil
 }
 
@@ -145,10 +160,37 @@ func indexByCluster(obj any) ([]string, error) {
 
 func indexByConfigMap(obj any) ([]string, error) {
 	rel, ok := obj.(*v1alpha1.Release)
-	if !ok || rel.Spec.Source.ConfigMapRef == nil {
+	if !ok {
 		return nil, nil
 	}
-	return []string{rel.Namespace + "/" + rel.Spec.Source.ConfigMapRef.Name}, nil
+	var keys []string
+	if ref := rel.Spec.Source.ConfigMapRef; ref != nil {
+		keys = append(keys, rel.Namespace+"/"+ref.Name)
+	}
+	return append(keys, valuesFromKeys(rel, "ConfigMap")...), nil
+}
+
+func indexBySecret(obj any) ([]string, error) {
+	rel, ok := obj.(*v1alpha1.Release)
+	if !ok {
+		return nil, nil
+	}
+	var keys []string
+	if ref := rel.Spec.Source.SecretRef; ref != nil {
+		keys = append(keys, rel.Namespace+"/"+ref.Name)
+	}
+	return append(keys, valuesFromKeys(rel, "Secret")...), nil
+}
+
+// valuesFromKeys returns the "namespace/name" of the valuesFrom layers of one kind.
+func valuesFromKeys(rel *v1alpha1.Release, kind string) []string {
+	var keys []string
+	for _, v := range rel.Spec.ValuesFrom {
+		if v.Kind == kind {
+			keys = append(keys, rel.Namespace+"/"+v.Name)
+		}
+	}
+	return keys
 }
 
 // enqueueRelease adds a Release's key to the queue.
@@ -223,6 +265,21 @@ func (c *Controller) enqueueConfigMapReleases(obj any) {
 	c.enqueueIndexed(releaseByConfigMap, key.Namespace+"/"+key.Name)
 }
 
+func (c *Controller) updateSecret(oldObj, newObj any) {
+	if oldObj.(*corev1.Secret).ResourceVersion != newObj.(*corev1.Secret).ResourceVersion {
+		c.enqueueSecretReleases(newObj)
+	}
+}
+
+func (c *Controller) enqueueSecretReleases(obj any) {
+	key, err := cache.DeletionHandlingObjectToName(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.enqueueIndexed(releaseBySecret, key.Namespace+"/"+key.Name)
+}
+
 func (c *Controller) enqueueIndexed(index, value string) {
 	objs, err := c.releaseIndexer.ByIndex(index, value)
 	if err != nil {
@@ -245,7 +302,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	defer c.queue.ShutDown()
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting release controller")
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.releasesSynced, c.clustersSynced, c.configMapSynced) {
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.releasesSynced, c.clustersSynced, c.configMapSynced, c.secretsSynced) {
 		return fmt.Errorf("release controller: caches did not sync")
 	}
 	var wg sync.WaitGroup
