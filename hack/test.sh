@@ -6,7 +6,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 what=${1:-all}
 if [ "$what" = all ] || [ "$what" = unit ]; then
-  go test -count=1 ./apis/... ./pkg/... ./cmd/...
+  go test -count=1 ./apis/... ./pkg/... ./cmd/... ./hack/demo/...
 fi
 if [ "$what" = all ] || [ "$what" = e2e ]; then
   go test -count=1 -timeout 40m ./e2e/... ${E2E_ARGS:-}
