@@ -5,14 +5,17 @@ SHELL := /usr/bin/env bash
 CONVOY_REAL_CHARTS ?= $(if $(wildcard ../shared/testdata/charts),$(abspath ../shared/testdata/charts),)
 export CONVOY_REAL_CHARTS
 
-.PHONY: all build test test-unit test-e2e test-bins demo generate verify
+.PHONY: all build test test-unit test-e2e test-bins demo generate verify install-plugin
 
 all: build
 
 build: ## Build convoy's binaries into bin/.
 	hack/build.sh
 
-test-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and kubectl into bin/.
+install-plugin: ## Build kubectl-convoy and install it on PATH (PLUGIN_DIR, else GOBIN, else GOPATH/bin).
+	hack/install-plugin.sh
+
+test-bins: ## Build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok, kubectl and versitygw into bin/.
 	hack/build-test-bins.sh
 
 test: build test-bins ## Run all tests: unit tests, then e2e tests on real API servers.

@@ -1,5 +1,6 @@
-// Command convoy-controller-manager runs convoy's controllers: release (render, gate, apply, prune)
-// and cluster (probe target clusters). It serves /healthz, /readyz and /metrics on --health-addr.
+// Command convoy-controller-manager runs convoy's controllers: release (render, gate, apply, prune),
+// observer (drift and health loops) and cluster (probe target clusters), and the HTTPS sync API.
+// It serves /healthz, /readyz and /metrics on --health-addr.
 package main
 
 import (
@@ -36,13 +37,16 @@ import (
 	convoyinformers "github.com/kumodo/convoy/generated/informers/externalversions"
 	"github.com/kumodo/convoy/pkg/cluster"
 	"github.com/kumodo/convoy/pkg/clusters"
+	"github.com/kumodo/convoy/pkg/coordinator"
+	"github.com/kumodo/convoy/pkg/desired"
 	"github.com/kumodo/convoy/pkg/metrics"
 	"github.com/kumodo/convoy/pkg/release"
+	"github.com/kumodo/convoy/pkg/renderstore"
 	"github.com/kumodo/convoy/pkg/sharding"
 )
 
 // allControllers are the controllers this build runs, in start order.
-var allControllers = []string{"cluster", "release"}
+var allControllers = []string{"cluster", "release", "observer"}
 
 // options are the command-line flags.
 type options struct {
@@ -61,6 +65,10 @@ type options struct {
 	shard                int
 	historyMax           int
 	historyMaxAge        time.Duration
+	renderStore          string
+	sources              coordinator.Options
+	// observer holds the observer's and the sync API's flags (observer.go).
+	observer observerOptions
 }
 
 func main() {
@@ -81,6 +89,11 @@ func main() {
 	fs.IntVar(&opts.shard, "shard", -1, "the shard this replica owns (static sharding); -1: all shards when --shards=1")
 	fs.IntVar(&opts.historyMax, "history-max", 10, "rendered history kept per Release when neither the Release nor its Cluster sets retention")
 	fs.DurationVar(&opts.historyMaxAge, "history-max-age", 720*time.Hour, "age after which history entries are removed, by default")
+	fs.StringVar(&opts.renderStore, "render-store", "", "render store URL: file:///var/lib/convoy/renders (one replica) or "+
+		"s3://bucket/prefix?endpoint=host:port&region=R[&tls=false] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); "+
+		"empty: no store, so no render history and no pin of an older render")
+	sourceFlags(fs, &opts.sources)
+	addObserverFlags(fs, &opts.observer)
 	klog.InitFlags(fs)
 	flag.Parse()
 
@@ -139,6 +152,12 @@ func run(ctx context.Context, opts options) error {
 		QPS: float32(opts.targetQPS), Burst: opts.targetBurst, Timeout: opts.targetTimeout, InCluster: inCluster,
 	})
 
+	// The render store is shared: the release controller writes it, the observer and the history
+	// endpoint read it.
+	store, err := openRenderStore(logger, opts.renderStore)
+	if err != nil {
+		return err
+	}
 	var runners []func(context.Context) error
 	if enabled["cluster"] {
 		c, err := cluster.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Clusters(),
@@ -152,9 +171,29 @@ func run(ctx context.Context, opts options) error {
 		retention := v1alpha1.RetentionPolicy{MaxAge: &metav1.Duration{Duration: opts.historyMaxAge}}
 		maxHistory := int32(opts.historyMax)
 		retention.MaxHistory = &maxHistory
+		renderer, err := newRenderer(opts.sources, kubeFactory, convoyFactory, clients)
+		if err != nil {
+			return err
+		}
 		c, err := release.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Releases(),
 			convoyFactory.Core().V1alpha1().Clusters(), kubeFactory.Core().V1().ConfigMaps(),
-			clients, gate, recorder, release.Config{Retention: retention})
+			kubeFactory.Core().V1().Secrets(), renderer,
+			clients, gate, recorder, release.Config{Retention: retention, Store: store})
+		if err != nil {
+			return err
+		}
+		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
+	}
+	// The sync API and the observer (observer.go).
+	api, err := setupSyncAPI(logger, opts.observer, kube, convoy)
+	if err != nil {
+		return err
+	}
+	if api != nil {
+		runners = append(runners, api.run)
+	}
+	if enabled["observer"] {
+		c, err := setupObserver(ctx, opts.observer, opts.sources, convoy, convoyFactory, kubeFactory, clients, gate, api)
 		if err != nil {
 			return err
 		}
@@ -291,4 +330,46 @@ func serveHealth(addr string, ready *atomic.Bool) (*http.Server, error) {
 		}
 	}()
 	return srv, nil
+}
+
+// openRenderStore opens the render store of --render-store; "" is no store. Opening does not
+// contact the store: a store that is down makes attempts fail with StoreUnavailable, not the start.
+func openRenderStore(logger klog.Logger, url string) (renderstore.Store, error) {
+	store, err := renderstore.Open(url)
+	if err != nil {
+		return nil, fmt.Errorf("--render-store: %w", err)
+	}
+	if store == nil {
+		logger.Info("No render store (--render-store): no render history, and a pin applies only the current render")
+		return nil, nil
+	}
+	logger.Info("Render store", "location", store.Location())
+	return store, nil
+}
+
+// sourceFlags registers the flags of source fetching.
+func sourceFlags(fs *flag.FlagSet, o *coordinator.Options) {
+	fs.StringVar(&o.CacheDir, "source-cache-dir", "", "directory of fetched charts and repositories; empty: $TMPDIR/convoy-sources")
+	fs.Int64Var(&o.MaxDownloadBytes, "source-max-download-bytes", coordinator.DefaultMaxDownloadBytes, "largest download of one source (chart archive, index, git pack)")
+	fs.Int64Var(&o.MaxUnpackedBytes, "source-max-unpacked-bytes", coordinator.DefaultMaxUnpackedBytes, "largest unpacked chart or repository tree")
+	fs.DurationVar(&o.FetchTimeout, "source-fetch-timeout", coordinator.DefaultFetchTimeout, "timeout of one source fetch")
+}
+
+// newRenderer builds the one render path (source fetching with its cache, rendering, mutations)
+// that the controllers of this process share.
+func newRenderer(o coordinator.Options, kubeFactory kubeinformers.SharedInformerFactory,
+	convoyFactory convoyinformers.SharedInformerFactory, clients *clusters.Cache) (*desired.Renderer, error) {
+	o.ConfigMaps = kubeFactory.Core().V1().ConfigMaps().Lister()
+	o.Secrets = kubeFactory.Core().V1().Secrets().Lister()
+	coord, err := coordinator.NewWithOptions(o)
+	if err != nil {
+		return nil, fmt.Errorf("source fetching: %w", err)
+	}
+	return &desired.Renderer{
+		Coordinator: coord,
+		Clients:     clients,
+		Clusters:    convoyFactory.Core().V1alpha1().Clusters().Lister(),
+		ConfigMaps:  o.ConfigMaps,
+		Secrets:     o.Secrets,
+	}, nil
 }

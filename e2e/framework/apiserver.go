@@ -75,7 +75,7 @@ func newAPIServer(name, bin, dir, logDir, etcdURL string) (*APIServer, error) {
 		return nil, err
 	}
 	tokens := filepath.Join(dir, "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
+	if err := os.WriteFile(tokens, []byte(adminToken+",admin,admin,system:masters\n"+extraTokenLines), 0o600); err != nil {
 		return nil, fmt.Errorf("write token file of %s: %w", name, err)
 	}
 	a.args = []string{
@@ -209,6 +209,22 @@ func (a *APIServer) Stop() error {
 	}
 	if err := a.proc.stop(15 * time.Second); err != nil {
 		return fmt.Errorf("stop API server %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+// WriteKubeconfig writes an admin kubeconfig for the cluster to path (mode 0600), naming its
+// cluster and context contextName, for tools such as kubectl run outside the harness.
+func (a *APIServer) WriteKubeconfig(path, contextName string) error {
+	if a.Config == nil {
+		return fmt.Errorf("API server %s was never ready: no kubeconfig yet", a.Name)
+	}
+	kubeconfig, err := adminKubeconfig(contextName, a.URL, a.Config.CAData)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig of %s: %w", a.Name, err)
 	}
 	return nil
 }

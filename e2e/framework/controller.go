@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -20,6 +21,10 @@ type Controller struct {
 	logPath    string
 	healthAddr string
 	args       []string
+	env        []string
+
+	// SyncAPIURL is the controller's sync API (self-signed HTTPS on 127.0.0.1).
+	SyncAPIURL string
 
 	mu   sync.Mutex
 	proc *process
@@ -40,6 +45,12 @@ func newController(bin, logPath, mgmtKubeconfig string) (*Controller, error) {
 		"--cluster-probe-interval=2s",
 		"-v=2",
 	}
+	c.args = append(c.args, sourceFlags(logPath)...)
+	syncArgs, err := c.syncAPIFlags(filepath.Dir(mgmtKubeconfig))
+	if err != nil {
+		return nil, err
+	}
+	c.args = append(withObserver(c.args), syncArgs...)
 	return c, nil
 }
 
@@ -50,7 +61,7 @@ func (c *Controller) start(ctx context.Context) error {
 	if c.proc != nil && !c.proc.exited() {
 		return fmt.Errorf("controller already running (pid %d)", c.proc.pid())
 	}
-	proc, err := startProcess("convoy-controller-manager", c.logPath, nil, c.bin, c.args...)
+	proc, err := startProcess("convoy-controller-manager", c.logPath, c.env, c.bin, c.args...)
 	if err != nil {
 		return err
 	}
@@ -102,3 +113,6 @@ func (c *Controller) stop() error {
 
 // LogPath returns the controller's log file, kept when a test fails.
 func (c *Controller) LogPath() string { return c.logPath }
+
+// LogTail returns the last n lines of the controller's log.
+func (c *Controller) LogTail(n int) string { return logTail(c.logPath, n) }

@@ -17,8 +17,8 @@
 //
 // # Lifecycle
 //
-// Start brings everything up once per `go test` run (from TestMain); Env.Stop stops every
-// process by PID. Each test calls Env.NewNamespace for a namespace of its own, with a Cluster
+// Start brings everything up once per `go test` run (from TestMain); StartWith brings up only
+// some targets (the demo, hack/demo, starts live alone); Env.Stop stops every process by PID. Each test calls Env.NewNamespace for a namespace of its own, with a Cluster
 // per target. When a test fails, or CONVOY_E2E_KEEP=1 is set, the work directory (logs, etcd
 // data, kubeconfigs) is kept and its path printed.
 //

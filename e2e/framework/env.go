@@ -30,6 +30,11 @@ type Env struct {
 	Controller *Controller
 	// WorkDir holds logs, kubeconfigs and etcd data; kept when a test failed.
 	WorkDir string
+	// S3 is the S3-compatible server (versitygw) for the render store.
+	S3 *S3Server
+	// RenderStoreURL is the controller's --render-store for the run ($CONVOY_E2E_RENDER_STORE:
+	// file, the default, s3 or none); FileStoreURL is the file backend's URL in the work dir.
+	RenderStoreURL, FileStoreURL string
 
 	convoy versioned.Interface
 	etcd   *etcd
@@ -41,20 +46,36 @@ type Env struct {
 // controller, and installs the CRDs on mgmt. On error everything started is stopped and the
 // work directory kept for its logs.
 func Start(ctx context.Context) (*Env, error) {
-	root, err := repoRoot()
+	return StartWith(ctx, Options{})
+}
+
+// StartWith is Start for only the parts opts selects: etcd, mgmt with the CRDs and the
+// controller always, and the targets opts.Targets names. On error everything started is
+// stopped and the work directory kept for its logs.
+func StartWith(ctx context.Context, opts Options) (*Env, error) {
+	want, err := opts.targetSet()
 	if err != nil {
 		return nil, err
 	}
+	root := opts.Root
+	if root == "" {
+		if root, err = repoRoot(); err != nil {
+			return nil, err
+		}
+	}
 	bins := binDir(root)
-	if err := requireFiles(bins, binEtcd, binKubeAPIServer, binKubeControllerMgr, binKubeScheduler,
-		binKwok, fileKwokStages, binController); err != nil {
+	required := []string{binEtcd, binKubeAPIServer, binController}
+	if want[TargetLive] {
+		required = append(required, binKubeControllerMgr, binKubeScheduler, binKwok, fileKwokStages)
+	}
+	if err := requireFiles(bins, required...); err != nil {
 		return nil, err
 	}
 	e := &Env{}
-	if e.WorkDir, err = makeWorkDir(); err != nil {
+	if e.WorkDir, err = makeWorkDir(opts.WorkDir); err != nil {
 		return nil, err
 	}
-	if err := e.start(ctx, root, bins); err != nil {
+	if err := e.start(ctx, root, bins, want); err != nil {
 		e.failed.Store(true)
 		e.Stop()
 		return nil, fmt.Errorf("start e2e environment (work dir %s kept): %w", e.WorkDir, err)
@@ -62,13 +83,17 @@ func Start(ctx context.Context) (*Env, error) {
 	return e, nil
 }
 
-// makeWorkDir returns $CONVOY_E2E_WORKDIR (created) or a fresh temporary directory.
-func makeWorkDir() (string, error) {
-	if d := os.Getenv("CONVOY_E2E_WORKDIR"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+// makeWorkDir returns dir or else $CONVOY_E2E_WORKDIR (created), or a fresh temporary
+// directory.
+func makeWorkDir(dir string) (string, error) {
+	if dir == "" {
+		dir = os.Getenv("CONVOY_E2E_WORKDIR")
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", fmt.Errorf("create work dir: %w", err)
 		}
-		return d, nil
+		return dir, nil
 	}
 	d, err := os.MkdirTemp("", "convoy-e2e-")
 	if err != nil {
@@ -77,7 +102,7 @@ func makeWorkDir() (string, error) {
 	return d, nil
 }
 
-func (e *Env) start(ctx context.Context, root, bins string) error {
+func (e *Env) start(ctx context.Context, root, bins string, targets map[string]bool) error {
 	logDir := filepath.Join(e.WorkDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
@@ -86,35 +111,40 @@ func (e *Env) start(ctx context.Context, root, bins string) error {
 	if e.etcd, err = startEtcd(ctx, filepath.Join(bins, binEtcd), filepath.Join(e.WorkDir, "etcd"), logDir); err != nil {
 		return err
 	}
-	servers := map[string]**APIServer{"mgmt": &e.Mgmt, "live": &e.Live, "bare": &e.Bare, "fault": &e.Fault}
+	servers := map[string]**APIServer{"mgmt": &e.Mgmt, TargetLive: &e.Live, TargetBare: &e.Bare, TargetFault: &e.Fault}
+	var starts []func() error
 	for name, field := range servers {
+		if name != "mgmt" && !targets[name] {
+			continue
+		}
 		a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, e.etcd.url)
 		if err != nil {
 			return err
 		}
 		*field = a
+		starts = append(starts, func() error { return a.start(ctx) })
 	}
 	// The API servers start in parallel: each spends seconds on start-up hooks, mostly waiting.
-	if err := parallel(
-		func() error { return e.Mgmt.start(ctx) },
-		func() error { return e.Live.start(ctx) },
-		func() error { return e.Bare.start(ctx) },
-		func() error { return e.Fault.start(ctx) },
-	); err != nil {
+	if err := parallel(starts...); err != nil {
 		return err
 	}
 	if e.convoy, err = versioned.NewForConfig(e.Mgmt.Config); err != nil {
 		return fmt.Errorf("convoy clientset: %w", err)
 	}
-	if err := parallel(
-		func() error { return e.installCRDs(ctx, root) },
-		func() (err error) { e.live, err = startLiveComponents(ctx, e.Live, bins, logDir); return err },
-	); err != nil {
+	setup := []func() error{func() error { return e.installCRDs(ctx, root) }}
+	if e.Live != nil {
+		setup = append(setup, func() (err error) { e.live, err = startLiveComponents(ctx, e.Live, bins, logDir); return err })
+	}
+	if err := parallel(setup...); err != nil {
+		return err
+	}
+	if err := e.startRenderStore(ctx, bins, logDir); err != nil {
 		return err
 	}
 	if e.Controller, err = newController(filepath.Join(bins, binController), filepath.Join(logDir, "controller.log"), e.Mgmt.kubeconfigPath); err != nil {
 		return err
 	}
+	e.Controller.configureRenderStore(e.RenderStoreURL, e.S3)
 	return e.Controller.start(ctx)
 }
 
@@ -161,6 +191,9 @@ func (e *Env) Stop() {
 	var errs []error
 	if e.Controller != nil {
 		errs = append(errs, e.Controller.stop())
+	}
+	if e.S3 != nil {
+		errs = append(errs, e.S3.Stop())
 	}
 	if e.live != nil {
 		errs = append(errs, e.live.stop()...)

@@ -29,8 +29,16 @@ const (
 	releaseDeleteTimeout = 60 * time.Second
 )
 
-// targets returns the target clusters by the name their Cluster gets.
-func (e *Env) targets() []*APIServer { return []*APIServer{e.Live, e.Bare, e.Fault} }
+// targets returns the target clusters that were started, by the name their Cluster gets.
+func (e *Env) targets() []*APIServer {
+	var out []*APIServer
+	for _, a := range []*APIServer{e.Live, e.Bare, e.Fault} {
+		if a != nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // NewNamespace creates a fresh namespace on mgmt with, per target (live, bare, fault), a
 // Secret "<target>-kubeconfig" (key "value") and a Cluster of that name, plus a namespace of
@@ -53,7 +61,7 @@ func (e *Env) NewNamespace(t *testing.T) string {
 		if _, err := target.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("create namespace %s on %s: %v", name, target.Name, err)
 		}
-		if err := e.registerCluster(ctx, name, target); err != nil {
+		if err := e.RegisterCluster(ctx, name, target.Name, target); err != nil {
 			t.Fatalf("register cluster %s in %s: %v", target.Name, name, err)
 		}
 	}
@@ -72,9 +80,11 @@ func (e *Env) NewNamespace(t *testing.T) string {
 	return name
 }
 
-// registerCluster creates the kubeconfig Secret and the Cluster for one target.
-func (e *Env) registerCluster(ctx context.Context, namespace string, target *APIServer) error {
-	secretName := target.Name + "-kubeconfig"
+// RegisterCluster registers target on mgmt as the Cluster clusterName in namespace: it creates
+// the Secret "<clusterName>-kubeconfig" with target's admin kubeconfig under
+// KubeconfigSecretKey, and the Cluster referring to it. The namespace must exist.
+func (e *Env) RegisterCluster(ctx context.Context, namespace, clusterName string, target *APIServer) error {
+	secretName := clusterName + "-kubeconfig"
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: namespace},
 		Data:       map[string][]byte{KubeconfigSecretKey: target.Kubeconfig},
@@ -83,13 +93,13 @@ func (e *Env) registerCluster(ctx context.Context, namespace string, target *API
 		return fmt.Errorf("create Secret %s: %w", secretName, err)
 	}
 	cluster := &convoyv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: target.Name, Namespace: namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: namespace},
 		Spec: convoyv1alpha1.ClusterSpec{
 			KubeConfigSecretRef: &convoyv1alpha1.SecretKeyReference{Name: secretName, Key: KubeconfigSecretKey},
 		},
 	}
 	if _, err := e.convoy.CoreV1alpha1().Clusters(namespace).Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Cluster: %w", err)
+		return fmt.Errorf("create Cluster %s: %w", clusterName, err)
 	}
 	return nil
 }

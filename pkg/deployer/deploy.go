@@ -86,7 +86,7 @@ func resolve(ctx context.Context, r *resolver, obj *unstructured.Unstructured, o
 	if err := checkPolicy(t.ref, obj.GetKind(), obj.GetName(), ns, t.namespaced, opts); err != nil {
 		return target{}, err
 	}
-	t.obj = prepare(obj, opts.Owner, ns)
+	t.obj = Prepare(obj, opts.Owner, ns)
 	if t.served {
 		if t.namespaced {
 			t.resource = r.c.Dynamic.Resource(m.Resource).Namespace(ns)
@@ -182,7 +182,7 @@ func deployOne(ctx context.Context, r *resolver, obj *unstructured.Unstructured,
 		if err != nil {
 			return Change{}, err
 		}
-		if sameContent(live, dry) {
+		if SameContent(live, dry) {
 			change.Action = ActionUnchanged
 			return change, nil
 		}

@@ -3,6 +3,7 @@ package deployer
 import (
 	"reflect"
 	"slices"
+	"sort"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,9 +36,11 @@ var serverFields = []string{
 	"deletionTimestamp", "deletionGracePeriodSeconds",
 }
 
-// prepare returns the object to apply: a copy of obj without server-owned metadata, with the
-// managed-by label and the owner annotation, in namespace (empty for cluster-scoped objects).
-func prepare(obj *unstructured.Unstructured, owner, namespace string) *unstructured.Unstructured {
+// Prepare returns the object to apply: a copy of obj without server-owned metadata, with the
+// managed-by label and the owner annotation (owner is the Release's namespace/name), in namespace
+// (empty for cluster-scoped objects). The observer's drift check sends exactly this object as its
+// dry run, so both compare the same thing.
+func Prepare(obj *unstructured.Unstructured, owner, namespace string) *unstructured.Unstructured {
 	out := obj.DeepCopy()
 	for _, f := range serverFields {
 		unstructured.RemoveNestedField(out.Object, "metadata", f)
@@ -102,16 +105,24 @@ func checkOwner(ref string, live *unstructured.Unstructured, owner string) error
 	return nil
 }
 
-// sameContent reports whether the dry-run result of an apply equals the live object in what the
-// apply can change: labels, annotations, owner references, finalizers and every top-level field
-// but metadata and status. Server bookkeeping (resourceVersion, managedFields, generation) is
-// ignored.
-func sameContent(live, dry *unstructured.Unstructured) bool {
+// SameContent reports whether the dry-run result of an apply equals the live object in what the
+// apply can change (see ChangedFields).
+func SameContent(live, dry *unstructured.Unstructured) bool {
+	return len(ChangedFields(live, dry)) == 0
+}
+
+// ChangedFields returns, sorted, what a dry-run apply would change in the live object: the
+// metadata labels, annotations, ownerReferences and finalizers ("metadata.labels", ...) and every
+// top-level field but metadata and status. Server bookkeeping (resourceVersion, managedFields,
+// generation) is ignored. The dry run only sets the fields the apply holds, so a field set by
+// another manager that the render does not hold (an HPA's replicas) never shows here.
+func ChangedFields(live, dry *unstructured.Unstructured) []string {
+	var out []string
 	for _, f := range []string{"labels", "annotations", "ownerReferences", "finalizers"} {
 		a, _, _ := unstructured.NestedFieldNoCopy(live.Object, "metadata", f)
 		b, _, _ := unstructured.NestedFieldNoCopy(dry.Object, "metadata", f)
 		if !equalJSON(a, b) {
-			return false
+			out = append(out, "metadata."+f)
 		}
 	}
 	keys := map[string]bool{}
@@ -126,10 +137,11 @@ func sameContent(live, dry *unstructured.Unstructured) bool {
 			continue
 		}
 		if !equalJSON(live.Object[k], dry.Object[k]) {
-			return false
+			out = append(out, k)
 		}
 	}
-	return true
+	sort.Strings(out)
+	return out
 }
 
 // equalJSON compares two decoded JSON values, treating absent, null and empty maps or lists alike.

@@ -158,8 +158,8 @@ func TestSameContent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			live, dry := base(), base()
 			tt.mutate(dry)
-			if got := sameContent(live, dry); got != tt.want {
-				t.Errorf("sameContent = %v, want %v", got, tt.want)
+			if got := SameContent(live, dry); got != tt.want {
+				t.Errorf("SameContent = %v, want %v", got, tt.want)
 			}
 		})
 	}
@@ -214,9 +214,9 @@ func TestPrepare(t *testing.T) {
 	in.SetLabels(map[string]string{v1alpha1.ManagedByLabel: "Helm", "app": "x"})
 	in.SetResourceVersion("5")
 	in.SetUID("u")
-	out := prepare(in, "team-a/shop", "shop")
+	out := Prepare(in, "team-a/shop", "shop")
 	if in.GetNamespace() != "" || in.GetResourceVersion() != "5" || in.GetLabels()[v1alpha1.ManagedByLabel] != "Helm" {
-		t.Fatal("prepare mutated its input")
+		t.Fatal("Prepare mutated its input")
 	}
 	if out.GetNamespace() != "shop" || out.GetResourceVersion() != "" || out.GetUID() != "" {
 		t.Errorf("metadata = %v", out.Object["metadata"])
@@ -327,5 +327,48 @@ func TestDeleteOrder(t *testing.T) {
 	}
 	if in[0].Kind != "Namespace" {
 		t.Error("deleteOrder reordered its input")
+	}
+}
+
+func TestChangedFields(t *testing.T) {
+	live := map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "a", "resourceVersion": "5", "labels": map[string]any{"x": "1"}},
+		"data":     map[string]any{"k": "v"},
+	}
+	tests := []struct {
+		name string
+		dry  map[string]any
+		want []string
+	}{
+		{name: "same but bookkeeping", dry: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "a", "resourceVersion": "6", "managedFields": []any{"x"}, "labels": map[string]any{"x": "1"}},
+			"data":     map[string]any{"k": "v"},
+		}},
+		{name: "data", dry: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "1"}},
+			"data":     map[string]any{"k": "w"},
+		}, want: []string{"data"}},
+		{name: "labels changed, status ignored", dry: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "2"}},
+			"data":     map[string]any{"k": "v"}, "status": map[string]any{"s": "x"},
+		}, want: []string{"metadata.labels"}},
+		{name: "sorted", dry: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata":   map[string]any{"name": "a", "labels": map[string]any{"x": "1"}, "annotations": map[string]any{"a": "b"}},
+			"data":       map[string]any{"k": "w"},
+			"binaryData": map[string]any{"b": "AA=="},
+		}, want: []string{"binaryData", "data", "metadata.annotations"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ChangedFields(&unstructured.Unstructured{Object: live}, &unstructured.Unstructured{Object: tt.dry})
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ChangedFields = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

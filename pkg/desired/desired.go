@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
@@ -48,6 +49,11 @@ type Renderer struct {
 	Coordinator *coordinator.Coordinator
 	Clients     *clusters.Cache
 	Clusters    listers.ClusterLister
+	// ConfigMaps and Secrets hold the valuesFrom layers; they are read in the Release's namespace only.
+	ConfigMaps corev1listers.ConfigMapLister
+	Secrets    corev1listers.SecretLister
+
+	caps capabilitiesCache
 }
 
 // Render runs steps 1 to 6 of stageRender for rel. The returned Result carries whatever was resolved
@@ -58,7 +64,9 @@ func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, 
 	// 1. Fetch.
 	fetched, err := r.Coordinator.Ensure(ctx, rel)
 	if err != nil {
-		return res, &Error{Reason: v1alpha1.ReasonFetchFailed, Transient: true, Err: fmt.Errorf("fetching source: %w", err)}
+		// Content the coordinator refuses (too large, escaping links) fails the same way until the
+		// source changes; anything else (the network, a registry) may pass on a retry.
+		return res, &Error{Reason: v1alpha1.ReasonFetchFailed, Transient: !errors.Is(err, coordinator.ErrRefused), Err: fmt.Errorf("fetching source: %w", err)}
 	}
 	if !fetched.Ready {
 		return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: errors.New(fetched.Message)}
@@ -70,11 +78,20 @@ func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, 
 		return res, &Error{Reason: v1alpha1.ReasonClusterNotReady, Transient: true, Err: err}
 	}
 
-	// 3. Values: only the helm content type has values; this build renders no helm content, so the
-	// layers come with Helm rendering.
-
+	// 3. Values: only Helm charts take values; a missing layer fails before anything is rendered.
+	var values map[string]any
+	caps := render.Capabilities{Scope: res.Client.Scope}
+	if fetched.Content.Type == v1alpha1.ContentTypeHelm {
+		if values, err = r.resolveValueLayers(rel); err != nil {
+			return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
+		}
+		// .Capabilities comes from the target's discovery, cached per client.
+		if caps.KubeVersion, caps.APIVersions, err = r.caps.get(res.Client); err != nil {
+			return res, &Error{Reason: v1alpha1.ReasonClusterNotReady, Transient: true, Err: fmt.Errorf("cluster %s: %w", res.Cluster.Name, err)}
+		}
+	}
 	// 4. Render.
-	objs, err := render.Render(ctx, fetched.Content, nil, render.Capabilities{Scope: res.Client.Scope},
+	objs, err := render.Render(ctx, fetched.Content, values, caps,
 		render.Options{ReleaseName: rel.Name, Namespace: rel.Spec.TargetNamespace})
 	if errors.Is(err, render.ErrUnsupported) {
 		return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: err}
@@ -84,8 +101,8 @@ func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, 
 	}
 
 	// 5. Mutations.
-	if len(rel.Spec.Mutations) > 0 {
-		return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: errors.New("spec.mutations are not supported by this build yet")}
+	if err := render.ApplyMutations(objs, rel.Spec.Mutations); err != nil {
+		return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
 	}
 	// Hooks run in phases around the sync; until this build runs them, applying them as plain objects
 	// would run them at the wrong time.

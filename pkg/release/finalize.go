@@ -63,6 +63,11 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release) error 
 		return fmt.Errorf("deleting inventory: %w", err)
 	}
 
+	// 6. The render store prefix.
+	if err := c.deleteStoredRenders(ctx, rel); err != nil {
+		return err
+	}
+
 	// 7. The finalizer.
 	rel = rel.DeepCopy()
 	rel.Finalizers = slices.DeleteFunc(rel.Finalizers, func(f string) bool { return f == v1alpha1.PruneWorkloadsFinalizer })

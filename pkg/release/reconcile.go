@@ -79,11 +79,21 @@ func (c *Controller) pendingRequest(ctx context.Context, rel *v1alpha1.Release, 
 		c.recorder.Eventf(rel, "Warning", "InvalidAnnotation", "annotation %s is not an RFC 3339 time: %q", annotation, value)
 		return nil
 	}
-	at := metav1.NewTime(t)
+	at := metav1.NewTime(requestSecond(t))
 	if handled != nil && !at.After(handled.Time) {
 		return nil
 	}
 	return &at
+}
+
+// requestSecond rounds a request time up to the whole second: status times are stored with second
+// precision, so an unrounded request would look pending again after it was handled. Requests within
+// one second coalesce.
+func requestSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // syncPending reports whether a /sync (forced or not) is pending.

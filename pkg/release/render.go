@@ -3,7 +3,6 @@ package release
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/desired"
@@ -29,24 +28,8 @@ func (c *Controller) stageRender(ctx context.Context, st *reconcileState) (recon
 	st.objects, st.renderRef = res.Objects, res.RenderRef
 
 	// 7. Pin.
-	if out, stop := c.resolvePinnedRender(ctx, st); stop {
-		return out, true, nil
+	if out, stop, err := c.resolvePinnedRender(ctx, st); stop {
+		return out, true, err
 	}
 	return reconcileOutcome{}, false, nil
-}
-
-// resolvePinnedRender applies spec.pin: when the pin names the fresh render it is applied as is;
-// any other render must come from the render store, and without one the reconcile stops with Pinned.
-func (c *Controller) resolvePinnedRender(_ context.Context, st *reconcileState) (reconcileOutcome, bool) {
-	pin := st.rel.Spec.Pin
-	if pin == nil {
-		return reconcileOutcome{}, false
-	}
-	if pin.RenderRef == st.renderRef {
-		st.pin = &v1alpha1.PinStatus{RenderRef: pin.RenderRef, Applied: true, Message: "the pinned render is the current source render"}
-		return reconcileOutcome{}, false
-	}
-	msg := fmt.Sprintf("pinned render %s differs from the source render and no render store is configured (--render-store)", pin.RenderRef)
-	st.pin = &v1alpha1.PinStatus{RenderRef: pin.RenderRef, Message: msg}
-	return st.outcome(v1alpha1.ReasonPinned, msg, true), true
 }

@@ -69,3 +69,24 @@ func TestRequeueAfter(t *testing.T) {
 		})
 	}
 }
+
+func TestRequestSecond(t *testing.T) {
+	base := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in, want time.Time
+	}{
+		{base, base},
+		{base.Add(time.Nanosecond), base.Add(time.Second)},
+		{base.Add(999 * time.Millisecond), base.Add(time.Second)},
+	}
+	for _, tt := range tests {
+		if got := requestSecond(tt.in); !got.Equal(tt.want) {
+			t.Errorf("requestSecond(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	// A handled request, stored at second precision, is not pending again.
+	handled := metav1.NewTime(requestSecond(base.Add(300 * time.Millisecond)))
+	if again := requestSecond(base.Add(300 * time.Millisecond)); again.After(handled.Time) {
+		t.Fatal("a handled sub-second request looks pending again")
+	}
+}

@@ -54,8 +54,12 @@ func (c *Controller) stageSync(ctx context.Context, st *reconcileState) (reconci
 		}
 	}
 
-	// 2-3. persistRender and preSync hooks need the render store and hooks of later builds: there is
-	// nothing to persist and no hook phase to run here.
+	// 2. Persist: the render is in the store before anything is applied.
+	if out, err := c.persistRender(ctx, st); out != nil {
+		return *out, err
+	}
+
+	// 3. preSync hooks come with the hooks build: there is no hook phase to run here.
 
 	// 4. Waves.
 	status := waveStatuses(grouped)
@@ -122,7 +126,11 @@ func (c *Controller) stageSync(ctx context.Context, st *reconcileState) (reconci
 	logger.V(2).Info("Applied render", "objects", len(applied), "waves", len(grouped),
 		"created", counts["created"], "configured", counts["configured"], "unchanged", counts["unchanged"], "pruned", pruned)
 
-	// 7-9. postSync hooks, history and GC come with the hooks and the render store.
+	// 7. postSync hooks come with the hooks build.
+	// 8-9. History and GC: they only log their errors, never stop the sync.
+	c.recordHistory(ctx, st)
+	c.runGC(ctx, st)
+
 	out := c.syncOutcome(st, v1alpha1.ReasonApplied, appliedMessage(st.renderRef), false)
 	out.applied = true
 	out.waves = status

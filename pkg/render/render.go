@@ -30,8 +30,10 @@ type Content struct {
 	Type v1alpha1.ContentType
 	// Files maps a file name (or ConfigMap key) to its content, for manifests.
 	Files map[string]string
-	// Dir is the unpacked chart or repository path, for helm and kustomize.
+	// Dir is the unpacked chart directory, for helm, or the kustomization directory, for kustomize.
 	Dir string
+	// Root is the fetched tree Dir lies in; kustomize loads nothing outside it. Empty means Dir.
+	Root string
 	// Revision is the chart version or git commit the content came from.
 	Revision string
 }
@@ -51,8 +53,16 @@ func Render(ctx context.Context, c Content, values map[string]any, caps Capabili
 	switch c.Type {
 	case v1alpha1.ContentTypeManifests:
 		return renderManifests(ctx, c.Files, caps, opts)
-	case v1alpha1.ContentTypeHelm, v1alpha1.ContentTypeKustomize:
-		return nil, fmt.Errorf("render %s content: %w", c.Type, ErrUnsupported)
+	case v1alpha1.ContentTypeHelm:
+		if c.Dir == "" {
+			return nil, fmt.Errorf("render helm content without a chart directory: %w", ErrUnsupported)
+		}
+		return renderHelm(ctx, c.Dir, values, caps, opts)
+	case v1alpha1.ContentTypeKustomize:
+		if c.Dir == "" {
+			return nil, fmt.Errorf("render kustomize content without a directory: %w", ErrUnsupported)
+		}
+		return renderKustomize(ctx, c.Root, c.Dir, caps, opts)
 	default:
 		// The controller resolves the default content type before rendering, so an empty or
 		// unknown type here is a caller's mistake, reported the same way as an unsupported one.

@@ -242,7 +242,7 @@ func TestRenderErrors(t *testing.T) {
 }
 
 func TestRenderUnsupported(t *testing.T) {
-	for _, ct := range []v1alpha1.ContentType{v1alpha1.ContentTypeHelm, v1alpha1.ContentTypeKustomize, "", "jsonnet"} {
+	for _, ct := range []v1alpha1.ContentType{"", "jsonnet"} {
 		t.Run(string(ct), func(t *testing.T) {
 			_, err := Render(context.Background(), Content{Type: ct, Dir: "/nonexistent"}, nil, Capabilities{}, Options{})
 			if !errors.Is(err, ErrUnsupported) {
