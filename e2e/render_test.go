@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -340,4 +341,37 @@ func TestRealChartsPodinfo(t *testing.T) {
 	if err == nil && dep.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String() != "256Mi" {
 		t.Errorf("podinfo memory limit = %s, want 256Mi (from values-prod.yaml)", dep.Spec.Template.Spec.Containers[0].Resources.Limits.Memory())
 	}
+}
+
+// TestRenderHelmRepoCredentials: a repository that requires basic auth is read with the
+// Release's secretRef; without it the fetch fails with the server's answer and no credential in
+// the message.
+func TestRenderHelmRepoCredentials(t *testing.T) {
+	t.Parallel()
+	ns := env.NewNamespace(t)
+	repo := framework.NewHelmRepo(t)
+	publish(t, repo, loadTestChart(t, "webapp"))
+	repo.RequireBasicAuth("deployer", "s3cret-password")
+	createValuesSecret(t, ns, "repo-creds", "password", "s3cret-password")
+	secrets := env.Mgmt.Kube.CoreV1().Secrets(ns)
+	creds, err := secrets.Get(ctx, "repo-creds", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.Data["username"] = []byte("deployer")
+	if _, err := secrets.Update(ctx, creds, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	createHelmRelease(t, ns, "with-creds", "live", repo.URL, "webapp", "1.0.0", func(r *convoyv1alpha1.Release) {
+		r.Spec.Source.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: "repo-creds"}
+	})
+	createHelmRelease(t, ns, "anonymous", "bare", repo.URL, "webapp", "1.0.0")
+	waitApplied(t, ns, "with-creds", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.0.0"))
+	configMapData(t, env.Live, ns, "with-creds-config", dataIs(map[string]string{"chartVersion": "1.0.0"}))
+	r := waitApplied(t, ns, "anonymous", convoyv1alpha1.ReasonFetchFailed, applyTimeout, messageContains("401 Unauthorized"))
+	if c := appliedCondition(r); c != nil && strings.Contains(c.Message, "s3cret-password") {
+		t.Errorf("the Applied message shows the password: %s", c.Message)
+	}
+	checkNothingApplied(t, env.Bare, ns, "anonymous")
 }

@@ -27,4 +27,12 @@
 // Besides kwok's fast stages, bin/kwok-stages.yaml has two of the harness's own: a Pod
 // labelled convoy-e2e/bad=true runs but never becomes Ready, and a Job's Pod labelled
 // convoy-e2e/fail=true fails (see hack/tools/kwok/convoy-e2e-stages.yaml).
+//
+// # Source servers
+//
+// Tests that need sources start servers of their own in the test process, on 127.0.0.1:
+// NewHelmRepo (a Helm repository over HTTP; charts packaged at test time), NewOCIRegistry (an
+// in-memory distribution registry; charts pushed with Helm's registry client) and NewGitServer
+// (`git http-backend` through net/http/cgi). The controller runs with a download limit of
+// ControllerMaxDownloadBytes and its source cache in the work directory (sources.go).
 package framework

@@ -34,7 +34,9 @@ func newKubectl(root, workDir string) (*kubectl, error) {
 	if rel, err := filepath.Rel(root, bin); err == nil && !strings.HasPrefix(rel, "..") {
 		display = rel
 	}
-	env := append(os.Environ(), "KUBECACHEDIR="+filepath.Join(workDir, "kubectl-cache"), "KUBERC=off")
+	// bin/ first on PATH, so `kubectl convoy` finds the plugin built next to kubectl.
+	env := append(os.Environ(), "KUBECACHEDIR="+filepath.Join(workDir, "kubectl-cache"), "KUBERC=off",
+		"PATH="+bins+string(os.PathListSeparator)+os.Getenv("PATH"))
 	return &kubectl{bin: bin, display: display, env: env}, nil
 }
 

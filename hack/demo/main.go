@@ -141,6 +141,13 @@ func demo(ctx context.Context, env *framework.Env, root string, interactive bool
 		{target, []string{"wait", "--for=condition=Available", "deploy/" + releaseName, "-n", demoNamespace, "--timeout=120s"}},
 		{target, []string{"get", "deploy,svc,cm", "-n", demoNamespace}},
 		{mgmt, []string{"describe", "release", releaseName, "-n", demoNamespace}},
+		{mgmt, []string{"convoy", "status", releaseName, "-n", demoNamespace}},
+	}
+	if env.RenderStoreURL != "" {
+		steps = append(steps, struct {
+			k    kubectlOn
+			args []string
+		}{mgmt, []string{"convoy", "history", releaseName, "-n", demoNamespace, "--store", env.RenderStoreURL}})
 	}
 	for _, s := range steps {
 		if err := s.k.run(ctx, commandTimeout, s.args...); err != nil {
