@@ -130,6 +130,17 @@ func TestDriftManual(t *testing.T) {
 	})
 	createRelease(t, ns, "drift", "bare", "drift-manifests", withManualSync(), withInterval(2*time.Second))
 	waitApplied(t, ns, "drift", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
+	// Nothing is applied yet: the drift is not known (not "3 of 3 missing"), and no sync is
+	// requested for it.
+	waitInSync(t, ns, "drift", metav1.ConditionUnknown, func(r *convoyv1alpha1.Release) (bool, string) {
+		c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync)
+		return c.Reason == "NotApplied" && strings.Contains(c.Message, "is not applied yet"), "want reason NotApplied"
+	})
+	if r, err := getRelease(ns, "drift"); err != nil {
+		t.Fatal(err)
+	} else if at := r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation]; at != "" {
+		t.Fatalf("a sync was requested (at %s) before anything was applied", at)
+	}
 	requestSyncAnnotation(t, ns, "drift")
 	applied := waitApplied(t, ns, "drift", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		return lastSuccessfulRef(r) != "", "nothing applied yet"
@@ -222,7 +233,11 @@ func TestDriftAutomatic(t *testing.T) {
 	})
 	createRelease(t, ns, "auto", "bare", "auto-manifests", withInterval(2*time.Second))
 	waitApplied(t, ns, "auto", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
-	waitInSync(t, ns, "auto", metav1.ConditionTrue, nil)
+	r := waitInSync(t, ns, "auto", metav1.ConditionTrue, nil)
+	// The objects missing before the first apply were not drift: no sync was requested.
+	if at := r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation]; at != "" {
+		t.Errorf("the drift loop requested a sync (at %s) before any drift", at)
+	}
 
 	setConfigMapData(t, env.Bare, ns, "settings", map[string]string{"color": "red"})
 	if err := env.Bare.Kube.CoreV1().Services(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {

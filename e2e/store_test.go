@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -128,6 +129,13 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 	waitTargetVersion(t, ns, "v2")
 	waitHistory(t, store, key, ref3, ref2)
 	waitStored(t, store, key, ref2, ref3)
+	// The drift loop compares the target with the pinned render, read from the store.
+	waitInSync(t, ns, name, metav1.ConditionTrue, func(r *convoyv1alpha1.Release) (bool, string) {
+		if r.Status.Drift == nil || r.Status.Drift.RenderRef != ref2 {
+			return false, "drift not checked against the pinned render " + render.ShortRef(ref2)
+		}
+		return true, ""
+	})
 	if out := plugin("status", name); !strings.Contains(out, "pinned") || !strings.Contains(out, "applied") || strings.Contains(out, "\x1b[") {
 		t.Fatalf("kubectl convoy status (not a terminal: no colour):\n%s", out)
 	}
@@ -136,6 +144,11 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 	patchPin(t, ns, name, ref1)
 	waitApplied(t, ns, name, convoyv1alpha1.ReasonPinned, applyTimeout, nil)
 	waitTargetVersion(t, ns, "v2")
+	// The drift loop cannot know the drift against a render the store lacks.
+	waitInSync(t, ns, name, metav1.ConditionUnknown, func(r *convoyv1alpha1.Release) (bool, string) {
+		c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync)
+		return c.Reason == "RenderNotStored" && strings.Contains(c.Message, render.ShortRef(ref1)), "want reason RenderNotStored naming " + render.ShortRef(ref1)
+	})
 
 	// Unpin: back to the source render.
 	plugin("unpin", name)

@@ -1,6 +1,7 @@
 // Command convoy-controller-manager runs convoy's controllers: release (render, gate, apply, prune),
-// observer (drift and health loops) and cluster (probe target clusters), and the HTTPS sync API.
-// It serves /healthz, /readyz and /metrics on --health-addr.
+// observer (drift and health loops) and cluster (probe target clusters), and the HTTPS sync API
+// (POST /sync, and GET /history of the render store). It serves /healthz, /readyz and /metrics on
+// --health-addr.
 package main
 
 import (
@@ -158,6 +159,14 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
+	// One render path per process: the release controller and the drift loop render through the same
+	// desired.Renderer, so a source is fetched and cached once and both agree on the render.
+	var renderer *desired.Renderer
+	if enabled["release"] || enabled["observer"] {
+		if renderer, err = newRenderer(opts.sources, kubeFactory, convoyFactory, clients); err != nil {
+			return err
+		}
+	}
 	var runners []func(context.Context) error
 	if enabled["cluster"] {
 		c, err := cluster.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Clusters(),
@@ -171,10 +180,6 @@ func run(ctx context.Context, opts options) error {
 		retention := v1alpha1.RetentionPolicy{MaxAge: &metav1.Duration{Duration: opts.historyMaxAge}}
 		maxHistory := int32(opts.historyMax)
 		retention.MaxHistory = &maxHistory
-		renderer, err := newRenderer(opts.sources, kubeFactory, convoyFactory, clients)
-		if err != nil {
-			return err
-		}
 		c, err := release.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Releases(),
 			convoyFactory.Core().V1alpha1().Clusters(), kubeFactory.Core().V1().ConfigMaps(),
 			kubeFactory.Core().V1().Secrets(), renderer,
@@ -185,7 +190,7 @@ func run(ctx context.Context, opts options) error {
 		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
 	}
 	// The sync API and the observer (observer.go).
-	api, err := setupSyncAPI(logger, opts.observer, kube, convoy)
+	api, err := setupSyncAPI(logger, opts.observer, kube, convoy, store, convoyFactory.Core().V1alpha1().Releases().Lister())
 	if err != nil {
 		return err
 	}
@@ -193,7 +198,7 @@ func run(ctx context.Context, opts options) error {
 		runners = append(runners, api.run)
 	}
 	if enabled["observer"] {
-		c, err := setupObserver(ctx, opts.observer, opts.sources, convoy, convoyFactory, kubeFactory, clients, gate, api)
+		c, err := setupObserver(ctx, opts.observer, convoy, convoyFactory, kubeFactory, renderer, store, gate, api)
 		if err != nil {
 			return err
 		}
@@ -356,7 +361,7 @@ func sourceFlags(fs *flag.FlagSet, o *coordinator.Options) {
 }
 
 // newRenderer builds the one render path (source fetching with its cache, rendering, mutations)
-// that the controllers of this process share.
+// that the controllers of this process share; run builds it once.
 func newRenderer(o coordinator.Options, kubeFactory kubeinformers.SharedInformerFactory,
 	convoyFactory convoyinformers.SharedInformerFactory, clients *clusters.Cache) (*desired.Renderer, error) {
 	o.ConfigMaps = kubeFactory.Core().V1().ConfigMaps().Lister()

@@ -3,21 +3,26 @@ package main
 import (
 	"context"
 	"crypto/x509"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/kumodo/convoy/generated/clientset/versioned"
 	convoyinformers "github.com/kumodo/convoy/generated/informers/externalversions"
-	"github.com/kumodo/convoy/pkg/clusters"
-	"github.com/kumodo/convoy/pkg/coordinator"
+	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
+	"github.com/kumodo/convoy/pkg/desired"
+	"github.com/kumodo/convoy/pkg/historyapi"
 	"github.com/kumodo/convoy/pkg/observer"
+	"github.com/kumodo/convoy/pkg/renderstore"
 	"github.com/kumodo/convoy/pkg/sharding"
 	"github.com/kumodo/convoy/pkg/syncapi"
 )
@@ -41,7 +46,7 @@ type observerOptions struct {
 // addObserverFlags registers the observer's and the sync API's flags.
 func addObserverFlags(fs *flag.FlagSet, o *observerOptions) {
 	fs.DurationVar(&o.healthInterval, "health-interval", 30*time.Second, "how often the health loop polls each Release")
-	fs.StringVar(&o.syncAPIAddr, "sync-api-addr", ":8443", "address of the HTTPS sync API (POST /sync); empty disables it")
+	fs.StringVar(&o.syncAPIAddr, "sync-api-addr", ":8443", "address of the HTTPS sync API (POST /sync, GET /history); empty disables it")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of the sync API; empty with --tls-private-key-file: self-signed")
 	fs.StringVar(&o.tlsPrivateKeyFile, "tls-private-key-file", "", "private key of --tls-cert-file")
 	fs.StringVar(&o.syncAPIURL, "sync-api-url", "", "sync API the drift loop requests syncs from; empty: this process's own (--sync-api-addr)")
@@ -59,9 +64,11 @@ type syncAPIServer struct {
 	roots *x509.CertPool
 }
 
-// setupSyncAPI builds the sync API (delegating authn/authz on the management cluster) and listens
-// on --sync-api-addr; nil when the address is empty.
-func setupSyncAPI(logger klog.Logger, o observerOptions, kube kubernetes.Interface, convoy versioned.Interface) (*syncAPIServer, error) {
+// setupSyncAPI builds the sync API (delegating authn/authz on the management cluster) with its
+// endpoints, POST /sync and GET /history (the render history from store, for kubectl convoy
+// history), and listens on --sync-api-addr; nil when the address is empty.
+func setupSyncAPI(logger klog.Logger, o observerOptions, kube kubernetes.Interface, convoy versioned.Interface,
+	store renderstore.Store, releases listers.ReleaseLister) (*syncAPIServer, error) {
 	if o.syncAPIAddr == "" {
 		return nil, nil
 	}
@@ -74,6 +81,7 @@ func setupSyncAPI(logger klog.Logger, o observerOptions, kube kubernetes.Interfa
 		return nil, err
 	}
 	srv.Handle(syncapi.SyncPath, syncapi.NewSyncHandler(convoy, nil), syncapi.SyncAttributes)
+	srv.Handle(historyapi.Path, historyapi.NewHandler(store, releases), historyAttributes)
 	host, _, err := net.SplitHostPort(o.syncAPIAddr)
 	if err != nil {
 		return nil, fmt.Errorf("--sync-api-addr %q: %w", o.syncAPIAddr, err)
@@ -98,28 +106,35 @@ func setupSyncAPI(logger klog.Logger, o observerOptions, kube kubernetes.Interfa
 	}, nil
 }
 
-// setupObserver builds the observer with the sync API client of its drift loop.
-func setupObserver(ctx context.Context, o observerOptions, sources coordinator.Options, convoy versioned.Interface, convoyFactory convoyinformers.SharedInformerFactory,
-	kubeFactory kubeinformers.SharedInformerFactory, clients *clusters.Cache, gate sharding.Gate, api *syncAPIServer) (*observer.Controller, error) {
+// setupObserver builds the observer with the process's render path and render store (the release
+// controller's) and the sync API client of its drift loop.
+func setupObserver(ctx context.Context, o observerOptions, convoy versioned.Interface, convoyFactory convoyinformers.SharedInformerFactory,
+	kubeFactory kubeinformers.SharedInformerFactory, renderer *desired.Renderer, store renderstore.Store, gate sharding.Gate,
+	api *syncAPIServer) (*observer.Controller, error) {
 	requester, err := syncRequester(o, api)
 	if err != nil {
 		return nil, err
 	}
-	cfg := observer.Config{HealthInterval: o.healthInterval}
+	cfg := observer.Config{HealthInterval: o.healthInterval, Store: store}
 	if requester != nil {
 		cfg.SyncRequester = requester
 	} else {
 		klog.FromContext(ctx).Info("No sync API for the drift loop: drift in Automatic mode is repaired at the next interval only")
 	}
-	// The observer's own renderer, built like the release controller's: the same render path
-	// without shared memory.
-	renderer, err := newRenderer(sources, kubeFactory, convoyFactory, clients)
-	if err != nil {
-		return nil, err
-	}
 	v1 := convoyFactory.Core().V1alpha1()
 	return observer.NewController(ctx, convoy, v1.Releases(), v1.ReleaseInventories(), v1.Clusters(),
 		kubeFactory.Core().V1().ConfigMaps(), renderer, gate, cfg)
+}
+
+// historyAttributes are the authorization attributes of GET /history (get on releases/history);
+// a malformed request is answered by the sync API server before authorization.
+func historyAttributes(r *http.Request) (authorizer.AttributesRecord, error) {
+	a, err := historyapi.Attributes(r)
+	var se *historyapi.StatusError
+	if errors.As(err, &se) {
+		return a, syncapi.Errorf(se.Code, "%s", se.Message)
+	}
+	return a, err
 }
 
 // syncRequester returns the drift loop's sync API client: --sync-api-url, else this process's

@@ -1,7 +1,8 @@
 // Package historyapi serves a Release's render history from the render store over HTTP, so
 // "kubectl convoy history" works whichever backend the controller uses. The handler is mounted
 // next to the sync API (pkg/syncapi), which authenticates the caller and authorizes verb get on
-// releases/history in the Release's namespace before the handler runs.
+// releases/history in the Release's namespace (Attributes) before the handler runs. Answers are
+// JSON, errors shaped like the sync API's ({"code", "reason", "message"}).
 package historyapi
 
 import (
@@ -17,8 +18,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/klog/v2"
 
+	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/renderstore"
 )
@@ -49,40 +52,113 @@ func NewHandler(store renderstore.Store, releases listers.ReleaseLister) http.Ha
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		http.Error(w, "only GET", http.StatusMethodNotAllowed)
-		return
-	}
-	ns, name := r.URL.Query().Get("namespace"), r.URL.Query().Get("name")
-	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		http.Error(w, "namespace and name must name a Release", http.StatusBadRequest)
+	rel, err := parseRequest(r)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	if h.store == nil {
-		http.Error(w, "the controller has no render store (--render-store)", http.StatusNotFound)
+		writeError(w, errorf(http.StatusNotFound, "the controller has no render store (--render-store)"))
 		return
 	}
 	if h.releases != nil {
-		if _, err := h.releases.Releases(ns).Get(name); apierrors.IsNotFound(err) {
-			http.Error(w, fmt.Sprintf("release %s/%s not found", ns, name), http.StatusNotFound)
+		if _, err := h.releases.Releases(rel.Namespace).Get(rel.Name); apierrors.IsNotFound(err) {
+			writeError(w, errorf(http.StatusNotFound, "release %s not found", rel))
 			return
 		} else if err != nil {
-			http.Error(w, "reading the release", http.StatusInternalServerError)
+			writeError(w, errorf(http.StatusInternalServerError, "reading release %s", rel))
 			return
 		}
 	}
-	entries, err := h.store.History(r.Context(), types.NamespacedName{Namespace: ns, Name: name})
+	entries, err := h.store.History(r.Context(), rel)
 	if err != nil {
-		klog.FromContext(r.Context()).Error(err, "Serving render history", "namespace", ns, "name", name)
-		http.Error(w, "the render store is unavailable", http.StatusServiceUnavailable)
+		klog.FromContext(r.Context()).Error(err, "Serving render history", "release", rel)
+		writeError(w, errorf(http.StatusServiceUnavailable, "the render store is unavailable"))
 		return
 	}
 	if entries == nil {
 		entries = []renderstore.Entry{}
 	}
+	writeJSON(w, http.StatusOK, Response{Namespace: rel.Namespace, Name: rel.Name, Store: h.store.Location(), Entries: entries})
+}
+
+// Subresource is the Release subresource a /history request is authorized on, with verb get.
+const Subresource = "history"
+
+// Attributes are the authorization attributes of a /history request: get on releases/history of
+// the named Release, in its namespace. A request that is not a GET (405) or does not name a
+// Release (400) is rejected with a *StatusError before authorization, so a request without a
+// namespace is never authorized cluster-wide.
+func Attributes(r *http.Request) (authorizer.AttributesRecord, error) {
+	rel, err := parseRequest(r)
+	if err != nil {
+		return authorizer.AttributesRecord{}, err
+	}
+	return authorizer.AttributesRecord{
+		Verb:            "get",
+		APIGroup:        v1alpha1.SchemeGroupVersion.Group,
+		APIVersion:      v1alpha1.SchemeGroupVersion.Version,
+		Resource:        "releases",
+		Subresource:     Subresource,
+		Namespace:       rel.Namespace,
+		Name:            rel.Name,
+		ResourceRequest: true,
+		Path:            r.URL.Path,
+	}, nil
+}
+
+// parseRequest checks the method and the query of a /history request.
+func parseRequest(r *http.Request) (types.NamespacedName, error) {
+	if r.Method != http.MethodGet {
+		return types.NamespacedName{}, errorf(http.StatusMethodNotAllowed, "%s is not allowed: use GET", r.Method)
+	}
+	rel := types.NamespacedName{Namespace: r.URL.Query().Get("namespace"), Name: r.URL.Query().Get("name")}
+	if errs := validation.IsDNS1123Label(rel.Namespace); len(errs) > 0 {
+		return types.NamespacedName{}, errorf(http.StatusBadRequest, "query parameter namespace %q: %s", rel.Namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Subdomain(rel.Name); len(errs) > 0 {
+		return types.NamespacedName{}, errorf(http.StatusBadRequest, "query parameter name %q: %s", rel.Name, strings.Join(errs, "; "))
+	}
+	return rel, nil
+}
+
+// StatusError is an error answer of the history endpoint with its HTTP status code.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
+}
+
+func errorf(code int, format string, args ...any) *StatusError {
+	return &StatusError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// errorBody is the JSON body of an error answer, shaped like the sync API's.
+type errorBody struct {
+	Code    int    `json:"code"`
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		se = &StatusError{Code: http.StatusInternalServerError, Message: err.Error()}
+	}
+	if se.Code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", http.MethodGet)
+	}
+	writeJSON(w, se.Code, errorBody{Code: se.Code, Reason: http.StatusText(se.Code), Message: se.Message})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(Response{Namespace: ns, Name: name, Store: h.store.Location(), Entries: entries})
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // Fetch reads a Release's history from a controller's history endpoint at baseURL (the sync API's

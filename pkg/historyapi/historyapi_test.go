@@ -76,3 +76,37 @@ func TestHandler(t *testing.T) {
 		t.Fatalf("POST = %d, want 405", resp.StatusCode)
 	}
 }
+
+func TestAttributes(t *testing.T) {
+	tests := []struct {
+		name     string
+		method   string
+		query    string
+		wantCode int
+	}{
+		{name: "get", method: http.MethodGet, query: "namespace=team-a&name=shop"},
+		{name: "no namespace", method: http.MethodGet, query: "name=shop", wantCode: http.StatusBadRequest},
+		{name: "no name", method: http.MethodGet, query: "namespace=team-a", wantCode: http.StatusBadRequest},
+		{name: "bad name", method: http.MethodGet, query: "namespace=team-a&name=..%2Fx", wantCode: http.StatusBadRequest},
+		{name: "post", method: http.MethodPost, query: "namespace=team-a&name=shop", wantCode: http.StatusMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := Attributes(httptest.NewRequest(tt.method, Path+"?"+tt.query, nil))
+			if tt.wantCode != 0 {
+				se, ok := err.(*StatusError)
+				if !ok || se.Code != tt.wantCode {
+					t.Fatalf("Attributes error = %v, want status %d", err, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Verb != "get" || a.APIGroup != v1alpha1.SchemeGroupVersion.Group || a.Resource != "releases" || a.Subresource != "history" ||
+				a.Namespace != "team-a" || a.Name != "shop" || !a.ResourceRequest {
+				t.Errorf("Attributes = %+v", a)
+			}
+		})
+	}
+}

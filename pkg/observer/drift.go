@@ -90,7 +90,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	ctx = klog.NewContext(ctx, logger)
 
 	want := c.renderDesired(ctx, rel)
-	res, applied := c.checkApplied(rel, want)
+	res, applied := checkApplied(rel, want)
 	if applied {
 		res = c.checkDrift(ctx, rel, want)
 	}
@@ -123,7 +123,7 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 // (status.lastSuccessful names it). Before that the live objects are not expected to match it,
 // so the drift is Unknown with reason NotApplied and no objects are read. An undetermined desired
 // state counts as applied: checkDrift reports it.
-func (c *Controller) checkApplied(rel *v1alpha1.Release, want desiredState) (driftResult, bool) {
+func checkApplied(rel *v1alpha1.Release, want desiredState) (driftResult, bool) {
 	if want.undetermined != "" {
 		return driftResult{}, true
 	}
