@@ -52,6 +52,10 @@ type kubectlOn struct {
 // run echoes and runs one kubectl command with its output on ours; a non-zero exit is an error.
 func (o kubectlOn) run(ctx context.Context, timeout time.Duration, args ...string) error {
 	full := append([]string{"--kubeconfig", o.kubeconfig}, args...)
+	if len(args) > 0 && args[0] == "convoy" {
+		// kubectl passes a plugin everything after its name and refuses flags before it.
+		full = append(append([]string{}, args...), "--kubeconfig", o.kubeconfig)
+	}
 	fmt.Printf("\n$ %s\n", shellJoin(append([]string{o.k.display}, full...)))
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
