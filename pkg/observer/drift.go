@@ -2,7 +2,6 @@ package observer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,9 +16,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
-	applyv1alpha1 "github.com/kumodo/convoy/generated/applyconfiguration/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/desired"
+	"github.com/kumodo/convoy/pkg/releasestatus"
 	"github.com/kumodo/convoy/pkg/renderstore"
 )
 
@@ -290,7 +289,7 @@ func (c *Controller) writeInSync(ctx context.Context, rel *v1alpha1.Release, res
 		}
 		st.Drift = drift
 	}
-	return applyReleaseStatus(ctx, c, rel, st, DriftFieldManager)
+	return releasestatus.Apply(ctx, c.convoy, rel, st, DriftFieldManager)
 }
 
 // requestSync asks the release controller to sync through POST /sync.
@@ -320,25 +319,6 @@ func (c *Controller) scheduleRecheck(key cache.ObjectName, rel *v1alpha1.Release
 	if interval > 0 {
 		c.driftQueue.AddAfter(key, interval)
 	}
-}
-
-// applyReleaseStatus writes st (only the fields of manager) to the Release status with server-side
-// apply, forcing conflicts, unless the cached status already holds it.
-func applyReleaseStatus(ctx context.Context, c *Controller, rel *v1alpha1.Release, st v1alpha1.ReleaseStatus, manager string) error {
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encoding status: %w", err)
-	}
-	status := applyv1alpha1.ReleaseStatus()
-	if err := json.Unmarshal(raw, status); err != nil {
-		return fmt.Errorf("building status apply configuration: %w", err)
-	}
-	ac := applyv1alpha1.Release(rel.Name, rel.Namespace).WithStatus(status)
-	if _, err := c.convoy.CoreV1alpha1().Releases(rel.Namespace).ApplyStatus(ctx, ac,
-		metav1.ApplyOptions{FieldManager: manager, Force: true}); err != nil {
-		return fmt.Errorf("writing status of release %s/%s as %s: %w", rel.Namespace, rel.Name, manager, err)
-	}
-	return nil
 }
 
 // conditionEqual compares conditions without their transition time.

@@ -20,6 +20,7 @@ import (
 	applyv1alpha1 "github.com/kumodo/convoy/generated/applyconfiguration/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/health"
+	"github.com/kumodo/convoy/pkg/releasestatus"
 )
 
 // deletePhases are the hook phases the health loop still polls for a Release being deleted.
@@ -243,7 +244,7 @@ func (c *Controller) writeHealth(ctx context.Context, rel *v1alpha1.Release, h v
 	if prev := rel.Status.Health; prev != nil && prev.RenderRef == h.RenderRef && prev.Verdict == h.Verdict {
 		h.AssessedAt = prev.AssessedAt // the same verdict: assessedAt stays when it was first reached
 	}
-	return applyReleaseStatus(ctx, c, rel, v1alpha1.ReleaseStatus{Conditions: conds, Health: &h}, HealthFieldManager)
+	return releasestatus.Apply(ctx, c.convoy, rel, v1alpha1.ReleaseStatus{Conditions: conds, Health: &h}, HealthFieldManager)
 }
 
 // reader reads objects of any kind from one target cluster.

@@ -2,15 +2,13 @@ package release
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
-	applyv1alpha1 "github.com/kumodo/convoy/generated/applyconfiguration/core/v1alpha1"
+	"github.com/kumodo/convoy/pkg/releasestatus"
 	"github.com/kumodo/convoy/pkg/render"
 )
 
@@ -172,18 +170,5 @@ func (c *Controller) writeStatus(ctx context.Context, rel *v1alpha1.Release, st 
 	}
 	now := metav1.NewTime(c.clock.Now())
 	st.ReconciledAt = &now
-	raw, err := json.Marshal(st)
-	if err != nil {
-		return fmt.Errorf("encoding status: %w", err)
-	}
-	status := applyv1alpha1.ReleaseStatus()
-	if err := json.Unmarshal(raw, status); err != nil {
-		return fmt.Errorf("building status apply configuration: %w", err)
-	}
-	ac := applyv1alpha1.Release(rel.Name, rel.Namespace).WithStatus(status)
-	if _, err := c.convoy.CoreV1alpha1().Releases(rel.Namespace).ApplyStatus(ctx, ac,
-		metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-		return fmt.Errorf("writing status: %w", err)
-	}
-	return nil
+	return releasestatus.Apply(ctx, c.convoy, rel, st, FieldManager)
 }
