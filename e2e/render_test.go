@@ -4,12 +4,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	convoyv1alpha1 "github.com/kumodo/convoy/apis/core/v1alpha1"
@@ -293,8 +299,9 @@ func TestRenderFailures(t *testing.T) {
 
 // TestRealChartsPodinfo: the podinfo chart from $CONVOY_REAL_CHARTS, packaged at test time and
 // served from the test repository, with values-prod.yaml as a valuesFrom layer, is applied and
-// its objects are on the live target. Its hook jobs stay disabled (podinfo's defaults): lifecycle
-// hooks come with issue 6, and until then a render holding hooks is Unsupported.
+// its objects are on the live target. Its Helm hook Jobs are enabled: pre-install runs as a preSync
+// hook and post-install as a postSync hook (both deleted by their hook-succeeded policy once done),
+// and deleting the Release runs pre-delete before the prune and post-delete after it.
 func TestRealChartsPodinfo(t *testing.T) {
 	dir := filepath.Join(realChartsDir(t), "podinfo")
 	t.Parallel()
@@ -310,9 +317,13 @@ func TestRealChartsPodinfo(t *testing.T) {
 	}
 	createValuesConfigMap(t, ns, "podinfo-prod", "values-prod.yaml", string(prod))
 
+	hookJob := map[string]any{"job": map[string]any{"enabled": true}}
 	createHelmRelease(t, ns, "podinfo", "live", repo.URL, "podinfo", version,
-		withValuesFrom(convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "podinfo-prod", Key: "values-prod.yaml"}))
-	waitApplied(t, ns, "podinfo", convoyv1alpha1.ReasonApplied, 2*applyTimeout, revisionIs(version))
+		withValuesFrom(convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "podinfo-prod", Key: "values-prod.yaml"}),
+		withValues(map[string]any{"hooks": map[string]any{"preInstall": hookJob, "postInstall": hookJob,
+			"preDelete": hookJob, "postDelete": hookJob}}))
+	waitApplied(t, ns, "podinfo", convoyv1alpha1.ReasonApplied, 2*applyTimeout, all(revisionIs(version),
+		lifecycleIs(map[string]string{"preSync": "Succeeded", "postSync": "Succeeded"})))
 
 	kube := env.Live.Kube
 	for _, name := range []string{"podinfo", "podinfo-redis"} {
@@ -340,6 +351,67 @@ func TestRealChartsPodinfo(t *testing.T) {
 	dep, err := kube.AppsV1().Deployments(ns).Get(ctx, "podinfo", metav1.GetOptions{})
 	if err == nil && dep.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String() != "256Mi" {
 		t.Errorf("podinfo memory limit = %s, want 256Mi (from values-prod.yaml)", dep.Spec.Template.Spec.Containers[0].Resources.Limits.Memory())
+	}
+	checkPodinfoHooks(t, ns, dep)
+}
+
+// checkPodinfoHooks checks the sync hooks of the podinfo Release in the inventory, then deletes the
+// Release and checks the order of its delete hooks around the prune of its Deployment.
+func checkPodinfoHooks(t *testing.T, ns string, dep *appsv1.Deployment) {
+	t.Helper()
+	inv, err := env.Convoy().CoreV1alpha1().ReleaseInventories(ns).Get(ctx, "podinfo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	phases := map[string]convoyv1alpha1.HookEntry{}
+	for _, h := range inv.Spec.Hooks {
+		phases[h.Phase] = h
+	}
+	pre, post := phases["preSync"], phases["postSync"]
+	if pre.Hook != "podinfo-pre-install" || pre.State != "Succeeded" || post.Hook != "podinfo-post-install" || post.State != "Succeeded" {
+		t.Fatalf("hook entries %+v, want pre-install as a succeeded preSync hook and post-install as a succeeded postSync hook", inv.Spec.Hooks)
+	}
+	if dep != nil && (pre.CreatedAt.After(dep.CreationTimestamp.Time) || post.CreatedAt.Before(&dep.CreationTimestamp)) {
+		t.Errorf("preSync hook created %v, Deployment %v, postSync hook %v: want that order", pre.CreatedAt, dep.CreationTimestamp, post.CreatedAt)
+	}
+	// hook-succeeded removed the finished Jobs.
+	framework.Eventually(t, applyTimeout, func() (bool, string) {
+		jobs, err := env.Live.Kube.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(jobs.Items) > 0 {
+			return false, fmt.Sprintf("Jobs left on live: %v %d", err, len(jobs.Items))
+		}
+		return true, ""
+	})
+
+	jobs, err := env.Live.Kube.BatchV1().Jobs(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jobs.Stop()
+	deps, err := env.Live.Kube.AppsV1().Deployments(ns).Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=podinfo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deps.Stop()
+	deleteRelease(t, ns, "podinfo")
+	var order []string
+	deadline := time.After(2 * applyTimeout)
+	for len(order) < 3 {
+		select {
+		case ev := <-jobs.ResultChan():
+			if j, ok := ev.Object.(*batchv1.Job); ok && ev.Type == watch.Added {
+				order = append(order, strings.TrimPrefix(j.Name[:strings.LastIndex(j.Name, "-")], "podinfo-"))
+			}
+		case ev := <-deps.ResultChan():
+			if ev.Type == watch.Deleted {
+				order = append(order, "pruned")
+			}
+		case <-deadline:
+			t.Fatalf("events so far %v, want pre-delete, pruned, post-delete", order)
+		}
+	}
+	if want := []string{"pre-delete", "pruned", "post-delete"}; !slices.Equal(order, want) {
+		t.Fatalf("order %v, want %v", order, want)
 	}
 }
 

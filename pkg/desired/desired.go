@@ -19,6 +19,7 @@ import (
 	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/coordinator"
+	"github.com/kumodo/convoy/pkg/hooks"
 	"github.com/kumodo/convoy/pkg/render"
 )
 
@@ -36,6 +37,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Result is a rendered Release.
 type Result struct {
+	// Objects is the whole render, hooks included (hooks.Split separates them).
 	Objects   []*unstructured.Unstructured
 	RenderRef string
 	// Revision is the chart version, git commit or ConfigMap version the objects come from.
@@ -104,13 +106,9 @@ func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, 
 	if err := render.ApplyMutations(objs, rel.Spec.Mutations); err != nil {
 		return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
 	}
-	// Hooks run in phases around the sync; until this build runs them, applying them as plain objects
-	// would run them at the wrong time.
-	for _, obj := range objs {
-		if phase, ok := obj.GetAnnotations()[v1alpha1.HookAnnotation]; ok {
-			return res, &Error{Reason: v1alpha1.ReasonUnsupported, Err: fmt.Errorf(
-				"%s %s is a %s hook: lifecycle hooks are not supported by this build yet", obj.GetKind(), obj.GetName(), phase)}
-		}
+	// Hooks are checked here, so a bad hook annotation fails the render rather than its phase.
+	if err := hooks.Validate(objs); err != nil {
+		return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
 	}
 
 	// 6. Render reference.

@@ -96,7 +96,7 @@ func chartRepo(t *testing.T, charts map[string]map[string]string) string {
 	return srv.URL
 }
 
-// testCharts are the charts of TestRender: web reads values and .Capabilities; hooked has a hook.
+// testCharts are the charts of TestRender: web reads values and .Capabilities; hooked has a hook with a bad annotation.
 var testCharts = map[string]map[string]string{
 	"web": {
 		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.2.3\n",
@@ -112,7 +112,7 @@ var testCharts = map[string]map[string]string{
 	"hooked": {
 		"Chart.yaml": "apiVersion: v2\nname: hooked\nversion: 0.1.0\n",
 		"templates/job.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: pre\n  annotations:\n" +
-			"    helm.sh/hook: pre-install\n",
+			"    helm.sh/hook: pre-install\n    convoy.kumodo.io/hook-on-failure: Maybe\n",
 	},
 }
 
@@ -201,9 +201,9 @@ func TestRender(t *testing.T) {
 		}),
 		wantReason: v1alpha1.ReasonRenderFailed, wantErr: "valuesFrom[0]: Secret shop/gone key values.yaml not found",
 	}, {
-		name:       "hooks wait for lifecycle support",
+		name:       "a bad hook annotation fails the render",
 		rel:        helmRelease(repoURL, "hooked"),
-		wantReason: v1alpha1.ReasonUnsupported, wantErr: "ConfigMap pre is a preSync hook",
+		wantReason: v1alpha1.ReasonRenderFailed, wantErr: `ConfigMap pre: annotation convoy.kumodo.io/hook-on-failure: "Maybe"`,
 	}, {
 		name: "failing mutation",
 		rel: helmRelease(repoURL, "web", func(rel *v1alpha1.Release) {

@@ -105,6 +105,15 @@ func specApplyConfiguration(spec v1alpha1.ReleaseInventorySpec) *acv1alpha1.Rele
 		if h.CreatedAt != nil {
 			hc.WithCreatedAt(*h.CreatedAt)
 		}
+		if h.Hook != "" {
+			hc.WithHook(h.Hook)
+		}
+		if h.State != "" {
+			hc.WithState(h.State)
+		}
+		if h.Message != "" {
+			hc.WithMessage(h.Message)
+		}
 		hooks = append(hooks, *hc)
 	}
 	ac.Hooks = hooks

@@ -18,6 +18,7 @@ import (
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/desired"
+	"github.com/kumodo/convoy/pkg/hooks"
 	"github.com/kumodo/convoy/pkg/releasestatus"
 	"github.com/kumodo/convoy/pkg/renderstore"
 )
@@ -130,11 +131,23 @@ func checkApplied(rel *v1alpha1.Release, want desiredState) (driftResult, bool) 
 	if last != nil && last.RenderRef == want.renderRef {
 		return driftResult{}, true
 	}
+	if rolledBack(rel, want.renderRef) {
+		return driftResult{}, true
+	}
 	msg := fmt.Sprintf("render %s is not applied yet", shortRef(want.renderRef))
 	if last != nil && last.RenderRef != "" {
 		msg += fmt.Sprintf(" (the last applied render is %s)", shortRef(last.RenderRef))
 	}
 	return driftResult{status: metav1.ConditionUnknown, reason: ReasonNotApplied, message: msg, renderRef: want.renderRef}, false
+}
+
+// rolledBack reports whether the release controller rolled back to the render ref: the rollout is
+// RolledBack to it and the Applied condition says the rollback was applied.
+func rolledBack(rel *v1alpha1.Release, ref string) bool {
+	applied := meta.FindStatusCondition(rel.Status.Conditions, v1alpha1.ConditionApplied)
+	return rel.Status.Rollout != nil && rel.Status.Rollout.Phase == v1alpha1.ReasonRolledBack &&
+		rel.Status.LastHealthy != nil && rel.Status.LastHealthy.RenderRef == ref &&
+		applied != nil && applied.Status == metav1.ConditionTrue && applied.Reason == v1alpha1.ReasonRolledBack
 }
 
 // notAppliedDelay is the wait before rechecking a Release whose render is not applied yet:
@@ -224,13 +237,8 @@ func (c *Controller) renderReleaseObjects(ctx context.Context, rel *v1alpha1.Rel
 // appliedObjects leaves out the hooks of a render: they run in phases and are not part of the
 // applied set.
 func appliedObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, 0, len(objs))
-	for _, obj := range objs {
-		if _, hook := obj.GetAnnotations()[v1alpha1.HookAnnotation]; !hook {
-			out = append(out, obj)
-		}
-	}
-	return out
+	applied, _ := hooks.Split(objs)
+	return applied
 }
 
 // checkDrift runs diffObjects for the desired state and decides InSync.

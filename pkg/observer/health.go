@@ -152,6 +152,11 @@ func (c *Controller) assessHooks(ctx context.Context, r *reader, inv *v1alpha1.R
 			}
 			continue
 		}
+		if h.State != "" {
+			// The release controller recorded how it ended; delete policies may have removed the object.
+			out = append(out, v1alpha1.HookState{Phase: h.Phase, Name: h.Name, RenderRef: h.RenderRef, State: h.State, Message: truncate(h.Message, 512)})
+			continue
+		}
 		obj, err := r.get(ctx, schema.GroupVersionKind{Group: h.Group, Version: h.Version, Kind: h.Kind}, h.Namespace, h.Name)
 		state, msg := health.HookState(obj)
 		if err != nil {

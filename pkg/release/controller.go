@@ -25,6 +25,7 @@ import (
 	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/desired"
+	"github.com/kumodo/convoy/pkg/fairqueue"
 	"github.com/kumodo/convoy/pkg/metrics"
 	"github.com/kumodo/convoy/pkg/renderstore"
 	"github.com/kumodo/convoy/pkg/sharding"
@@ -72,7 +73,8 @@ type Controller struct {
 	clock    clock.PassiveClock
 	config   Config
 
-	queue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	// queue serves keys round-robin across Clusters, so a slow cluster cannot starve the others.
+	queue *fairqueue.Queue[cache.ObjectName]
 }
 
 // NewController builds the release controller on the given informers. Informers must be started by
@@ -106,11 +108,8 @@ func NewController(
 		recorder:        recorder,
 		clock:           clock.RealClock{},
 		config:          config,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
-			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "release"},
-		),
 	}
+	c.queue = fairqueue.New("release", workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](), c.clusterGroup)
 
 	if err := releaseInformer.Informer().AddIndexers(cache.Indexers{
 		releaseByCluster:   indexByCluster,
@@ -209,6 +208,25 @@ func (c *Controller) updateRelease(oldObj, newObj any) {
 	oldRel, newRel := oldObj.(*v1alpha1.Release), newObj.(*v1alpha1.Release)
 	if oldRel.ResourceVersion == newRel.ResourceVersion || releaseChanged(oldRel, newRel) {
 		c.enqueueRelease(newObj)
+	}
+	// A Release that becomes (or stops being) Applied and Healthy opens (or closes) the cluster wave
+	// gate of the higher waves on its cluster: they are woken now, not after their interval.
+	if appliedAndHealthy(oldRel) != appliedAndHealthy(newRel) {
+		c.enqueueHigherWaves(newRel)
+	}
+}
+
+// enqueueHigherWaves enqueues the Releases on rel's Cluster whose cluster wave is above rel's.
+func (c *Controller) enqueueHigherWaves(rel *v1alpha1.Release) {
+	objs, err := c.releaseIndexer.ByIndex(releaseByCluster, rel.Namespace+"/"+rel.Spec.ClusterRef.Name)
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("reading index %s: %w", releaseByCluster, err))
+		return
+	}
+	for _, obj := range objs {
+		if other, ok := obj.(*v1alpha1.Release); ok && other.Spec.SyncPolicy.ClusterWave > rel.Spec.SyncPolicy.ClusterWave {
+			c.enqueueRelease(other)
+		}
 	}
 }
 
@@ -374,7 +392,10 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	}
 
 	// 6. Status assembly and write.
-	status := c.assembleStatus(rel, outcome)
+	status, err := c.assembleStatus(ctx, rel, outcome)
+	if err != nil {
+		return err
+	}
 	if err := c.writeStatus(ctx, rel, status); err != nil {
 		return err
 	}
@@ -382,10 +403,18 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	metrics.ReconcileDuration.WithLabelValues("release", outcome.reason).Observe(c.clock.Since(start).Seconds())
 
 	// 7. Requeue.
-	if after := c.requeueAfter(rel, status, reconcileErr); after > 0 {
+	if after := c.requeueAfter(rel, status, outcome.pollSoon, reconcileErr); after > 0 {
 		c.queue.AddAfter(key, after)
 	}
 	return nil
+}
+
+// clusterGroup is the fair queue's group of a key: the Release's namespace and Cluster.
+func (c *Controller) clusterGroup(key cache.ObjectName) string {
+	if rel, err := c.releases.Releases(key.Namespace).Get(key.Name); err == nil {
+		return key.Namespace + "/" + rel.Spec.ClusterRef.Name
+	}
+	return key.Namespace + "/"
 }
 
 // clusterForShard returns the Release's Cluster from the cache, or a Cluster carrying only its

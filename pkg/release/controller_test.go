@@ -211,8 +211,8 @@ func TestFinalize(t *testing.T) {
 		wantActions []string
 	}{
 		{"missing cluster skips prune", deleting(false), false,
-			[]string{"delete releaseinventories", "update releases"}},
-		{"blockOnClusterUnreachable waits", deleting(true), true, nil},
+			[]string{"get releaseinventories", "delete releaseinventories", "update releases"}},
+		{"blockOnClusterUnreachable waits", deleting(true), true, []string{"get releaseinventories"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,7 +225,7 @@ func TestFinalize(t *testing.T) {
 				t.Fatalf("actions = %v, want %v", got, tt.wantActions)
 			}
 			if !tt.wantErr {
-				updated := f.convoy.Actions()[1].(clienttesting.UpdateAction).GetObject().(*v1alpha1.Release)
+				updated := f.convoy.Actions()[2].(clienttesting.UpdateAction).GetObject().(*v1alpha1.Release)
 				if slices.Contains(updated.Finalizers, v1alpha1.PruneWorkloadsFinalizer) {
 					t.Errorf("finalizer not removed: %v", updated.Finalizers)
 				}

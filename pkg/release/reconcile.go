@@ -10,6 +10,9 @@ import (
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
+	"github.com/kumodo/convoy/pkg/deployer"
+	"github.com/kumodo/convoy/pkg/hooks"
+	"github.com/kumodo/convoy/pkg/rollout"
 )
 
 // reconcileOutcome is what one reconcile decided; the status assembly turns it into status fields.
@@ -32,6 +35,13 @@ type reconcileOutcome struct {
 	waves []v1alpha1.WaveStatus
 	// pin replaces status.pin.
 	pin *v1alpha1.PinStatus
+	// rollout replaces status.rollout when not nil (planRollout's state, once a render was applied).
+	rollout *v1alpha1.RolloutStatus
+	// syncing is true when the attempt got past the gates into stageSync.
+	syncing bool
+	// pollSoon asks for the next reconcile within pollInterval: the attempt waits for something that
+	// sends no event (a hook, a wave's health, a lower cluster wave's timeout).
+	pollSoon bool
 }
 
 // reconcileState carries one reconcile's inputs and intermediate results between the stages.
@@ -46,12 +56,28 @@ type reconcileState struct {
 
 	cluster  *v1alpha1.Cluster
 	client   *clusters.Client
+	opts     deployer.Options
 	revision string
+	// rendered is the whole render, hooks included, as stored; objects are the objects it applies and
+	// hooks its hook objects.
+	rendered []*unstructured.Unstructured
 	objects  []*unstructured.Unstructured
-	// renderRef is the reference of the objects that will be applied.
+	hooks    []*unstructured.Unstructured
+	// renderRef is the reference of the render that will be applied.
 	renderRef string
 	// pin is the pin status decided by resolvePinnedRender.
 	pin *v1alpha1.PinStatus
+	// rollout is the state planRollout decided.
+	rollout *v1alpha1.RolloutStatus
+	// inv is what the ReleaseInventory spec holds, once loaded (loadInventory) and as written since.
+	inv       v1alpha1.ReleaseInventorySpec
+	invLoaded bool
+}
+
+// setRender sets the render to apply, split into applied objects and hooks.
+func (st *reconcileState) setRender(objs []*unstructured.Unstructured, renderRef, revision string) {
+	st.rendered, st.renderRef, st.revision = objs, renderRef, revision
+	st.objects, st.hooks = hooks.Split(objs)
 }
 
 // newReconcileState records the attempt time and sync mode and reads the pending /sync and
@@ -105,15 +131,29 @@ func (st *reconcileState) syncPending() bool {
 func (c *Controller) reconcile(ctx context.Context, rel *v1alpha1.Release) (reconcileOutcome, error) {
 	st := c.newReconcileState(ctx, rel)
 
+	// 1. Render.
 	if out, stop, err := c.stageRender(ctx, st); stop {
 		return out, err
 	}
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("renderRef", st.renderRef))
 
+	// 2-3. Rollout: a pin skips the state machine.
+	if rel.Spec.Pin == nil && c.planRollout(ctx, st) == rollout.ActionApplyLastHealthy {
+		return c.applyLastHealthy(ctx, st)
+	}
+
+	// 4. Gates.
 	if out, stop := c.stageGates(ctx, st); stop {
 		return out, nil
 	}
+
+	// 5. Sync.
 	out, err := c.stageSync(ctx, st)
+
+	// 6. syncFailed hooks.
+	if isSyncingFailure(out) {
+		c.runSyncFailedHooks(ctx, st)
+	}
 	if err != nil {
 		// A transient failure leaves the /sync request pending, so the retry handles it.
 		out.handledSyncAt, out.handledForceSyncAt = nil, nil

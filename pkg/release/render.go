@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
+	"github.com/kumodo/convoy/pkg/deployer"
 	"github.com/kumodo/convoy/pkg/desired"
 )
 
@@ -25,7 +26,13 @@ func (c *Controller) stageRender(ctx context.Context, st *reconcileState) (recon
 	if err != nil {
 		return st.outcome(v1alpha1.ReasonRenderFailed, err.Error(), true), true, err
 	}
-	st.objects, st.renderRef = res.Objects, res.RenderRef
+	st.setRender(res.Objects, res.RenderRef, res.Revision)
+	st.opts = deployer.Options{
+		Owner:              st.rel.Namespace + "/" + st.rel.Name,
+		TargetNamespace:    st.rel.Spec.TargetNamespace,
+		AllowClusterScoped: st.cluster.Spec.AllowClusterScoped,
+		AllowedNamespaces:  st.cluster.Spec.AllowedNamespaces,
+	}
 
 	// 7. Pin.
 	if out, stop, err := c.resolvePinnedRender(ctx, st); stop {

@@ -14,12 +14,16 @@ const (
 	defaultBackoffFactor  = 2
 	defaultBackoffMax     = 1000 * time.Second
 	progressingRequeue    = 10 * time.Second
+	// pollInterval bounds the requeue of an attempt that waits for something that sends no event.
+	pollInterval = 5 * time.Second
 )
 
 // requeueAfter decides when the Release is reconciled next: after backoffDelay when the attempt
-// returned an error, else after the sync interval (at most 10 seconds while a rollout is Progressing).
-// 0 means no requeue: only events and informer resyncs start the next reconcile.
-func (c *Controller) requeueAfter(rel *v1alpha1.Release, status v1alpha1.ReleaseStatus, reconcileErr error) time.Duration {
+// returned an error, else after the sync interval: at most 10 seconds while a rollout is Progressing
+// or a hook of the render runs, at most pollInterval while the attempt waits for a hook, a wave's
+// health or a lower cluster wave. 0 means no requeue: only events and informer resyncs start the next
+// reconcile.
+func (c *Controller) requeueAfter(rel *v1alpha1.Release, status v1alpha1.ReleaseStatus, pollSoon bool, reconcileErr error) time.Duration {
 	if reconcileErr != nil {
 		var failures int32 = 1
 		if status.LastAttempted != nil && status.LastAttempted.Failures > 0 {
@@ -31,8 +35,21 @@ func (c *Controller) requeueAfter(rel *v1alpha1.Release, status v1alpha1.Release
 	if rel.Spec.SyncPolicy.Interval != nil {
 		interval = rel.Spec.SyncPolicy.Interval.Duration
 	}
-	if status.Rollout != nil && status.Rollout.Phase == "Progressing" && (interval == 0 || interval > progressingRequeue) {
-		interval = progressingRequeue
+	limit := func(max time.Duration) {
+		if interval == 0 || interval > max {
+			interval = max
+		}
+	}
+	if status.Rollout != nil && status.Rollout.Phase == "Progressing" {
+		limit(progressingRequeue)
+	}
+	for _, l := range status.Lifecycle {
+		if l.State == "Running" {
+			limit(progressingRequeue)
+		}
+	}
+	if pollSoon {
+		limit(pollInterval)
 	}
 	return interval
 }

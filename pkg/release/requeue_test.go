@@ -63,7 +63,7 @@ func TestRequeueAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := c.requeueAfter(tt.rel, tt.status, tt.err); got != tt.want {
+			if got := c.requeueAfter(tt.rel, tt.status, false, tt.err); got != tt.want {
 				t.Fatalf("requeueAfter = %v, want %v", got, tt.want)
 			}
 		})

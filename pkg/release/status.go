@@ -18,7 +18,7 @@ var ownedConditions = []string{v1alpha1.ConditionApplied, v1alpha1.ConditionRoll
 // assembleStatus builds the release controller's part of the status from the cached status and the
 // outcome, in the order of reconcile-flow.md "Status assembly". Fields owned by other managers are
 // left out: the status is written with server-side apply.
-func (c *Controller) assembleStatus(rel *v1alpha1.Release, out reconcileOutcome) v1alpha1.ReleaseStatus {
+func (c *Controller) assembleStatus(ctx context.Context, rel *v1alpha1.Release, out reconcileOutcome) (v1alpha1.ReleaseStatus, error) {
 	prev := ownedStatus(rel.Status)
 	st := *prev.DeepCopy()
 	now := metav1.NewTime(c.clock.Now())
@@ -55,18 +55,26 @@ func (c *Controller) assembleStatus(rel *v1alpha1.Release, out reconcileOutcome)
 	if out.handledForceSyncAt != nil {
 		st.LastHandledForceSyncAt = out.handledForceSyncAt
 	}
-	// 9. Rollout: without a failure policy there is no rollout state machine, so no rollout status.
+	// 9. Rollout: the outcome's, else the previous one; without a failure policy there is no rollout
+	// state machine, so no rollout status.
+	if out.rollout != nil {
+		st.Rollout = out.rollout
+	}
 	if rel.Spec.Rollout == nil || rel.Spec.Rollout.FailurePolicy == nil {
 		st.Rollout = nil
-		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionRolloutSucceeded)
 	}
-	return st
+	rolloutCondition(&st, rel.Generation, now)
+	// 10. Lifecycle.
+	if err := c.applyLifecycleRollup(ctx, rel, out.renderRef, &st, now); err != nil {
+		return st, err
+	}
+	return st, nil
 }
 
 // computeStatus sets the Applied condition from the outcome, and observedGeneration.
 func computeStatus(st *v1alpha1.ReleaseStatus, generation int64, out reconcileOutcome, now metav1.Time) {
 	status := metav1.ConditionFalse
-	if out.reason == v1alpha1.ReasonApplied || out.reason == v1alpha1.ReasonRolledBack {
+	if (out.reason == v1alpha1.ReasonApplied || out.reason == v1alpha1.ReasonRolledBack) && !out.failure {
 		status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{

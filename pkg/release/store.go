@@ -55,7 +55,7 @@ func (c *Controller) resolvePinnedRender(ctx context.Context, st *reconcileState
 		"pinned", pin.RenderRef, "source", st.renderRef)
 	st.pin = &v1alpha1.PinStatus{RenderRef: pin.RenderRef, Applied: true,
 		Message: "applied the stored render; the source renders " + shortRef(st.renderRef)}
-	st.objects, st.renderRef, st.revision = stored.Objects, stored.RenderRef, stored.Revision
+	st.setRender(stored.Objects, stored.RenderRef, stored.Revision)
 	return reconcileOutcome{}, false, nil
 }
 
@@ -68,7 +68,7 @@ func (c *Controller) persistRender(ctx context.Context, st *reconcileState) (*re
 		return nil, nil
 	}
 	err := store.PutRender(ctx, releaseName(st.rel), &renderstore.Render{
-		RenderRef: st.renderRef, Revision: st.revision, Objects: st.objects,
+		RenderRef: st.renderRef, Revision: st.revision, Objects: st.rendered,
 	})
 	if err == nil {
 		return nil, nil
@@ -107,8 +107,14 @@ func (c *Controller) recordHistory(ctx context.Context, st *reconcileState) {
 // runGC removes history entries beyond the resolved retention and the renders no kept entry refers
 // to, never the renders of lastSuccessful, lastAttempted, the pin or lastHealthy. Errors are logged.
 func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
+	keep := map[string]bool{}
+	for _, ref := range protectedRenders(st) {
+		keep[ref] = true
+	}
 	store := c.config.Store
 	if store == nil {
+		// Without a history, the hooks of the protected renders are the ones kept.
+		c.cleanupHooks(ctx, st, keep)
 		return
 	}
 	logger := klog.FromContext(ctx)
@@ -136,6 +142,10 @@ func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
 			logger.Error(err, "Render GC: deleting a render", "deleted", ref)
 		}
 	}
+	for _, e := range plan.History {
+		keep[e.RenderRef] = true
+	}
+	c.cleanupHooks(ctx, st, keep)
 	if plan.TrimHistory || len(plan.DeleteRenders) > 0 {
 		logger.V(2).Info("Render GC", "historyKept", len(plan.History), "historyRemoved", len(history)-len(plan.History),
 			"rendersDeleted", len(plan.DeleteRenders))

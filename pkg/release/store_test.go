@@ -149,7 +149,8 @@ func TestPersistRender(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := storeController(t, tt.store, 10)
-			st := &reconcileState{rel: storeRelease(""), objects: objs, renderRef: ref, syncRequestedAt: &syncAt}
+			st := &reconcileState{rel: storeRelease(""), syncRequestedAt: &syncAt}
+			st.setRender(objs, ref, "")
 			out, err := c.persistRender(ctx, st)
 			if (out != nil) != tt.wantOut || (err != nil) != tt.wantOut {
 				t.Fatalf("persistRender = %+v, %v", out, err)

@@ -60,6 +60,16 @@ type HookEntry struct {
 	Name      string `json:"name"`
 	// +optional
 	CreatedAt *metav1.Time `json:"createdAt,omitempty"`
+	// Hook is the hook's name in the render; Name carries the run suffix.
+	// +optional
+	Hook string `json:"hook,omitempty"`
+	// State is the terminal state (Succeeded or Failed) once the release controller saw it; empty while
+	// the hook runs. It survives the hook object, which delete policies may remove.
+	// +optional
+	State string `json:"state,omitempty"`
+	// Message says why the hook ended as it did.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ReleaseInventoryStatus is the health loop's assessment.

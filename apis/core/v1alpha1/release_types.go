@@ -525,6 +525,10 @@ type WaveStatus struct {
 	Phase string `json:"phase,omitempty"`
 	// +optional
 	Message string `json:"message,omitempty"`
+	// Since is when the wave started to wait for the previous wave's health; waveHealthTimeout counts
+	// from it.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // RolloutStatus is the state of the rollout state machine.

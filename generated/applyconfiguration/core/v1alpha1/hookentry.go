@@ -35,6 +35,13 @@ type HookEntryApplyConfiguration struct {
 	Namespace *string  `json:"namespace,omitempty"`
 	Name      *string  `json:"name,omitempty"`
 	CreatedAt *v1.Time `json:"createdAt,omitempty"`
+	// Hook is the hook's name in the render; Name carries the run suffix.
+	Hook *string `json:"hook,omitempty"`
+	// State is the terminal state (Succeeded or Failed) once the release controller saw it; empty while
+	// the hook runs. It survives the hook object, which delete policies may remove.
+	State *string `json:"state,omitempty"`
+	// Message says why the hook ended as it did.
+	Message *string `json:"message,omitempty"`
 }
 
 // HookEntryApplyConfiguration constructs a declarative configuration of the HookEntry type for use with
@@ -104,5 +111,29 @@ func (b *HookEntryApplyConfiguration) WithName(value string) *HookEntryApplyConf
 // If called multiple times, the CreatedAt field is set to the value of the last call.
 func (b *HookEntryApplyConfiguration) WithCreatedAt(value v1.Time) *HookEntryApplyConfiguration {
 	b.CreatedAt = &value
+	return b
+}
+
+// WithHook sets the Hook field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Hook field is set to the value of the last call.
+func (b *HookEntryApplyConfiguration) WithHook(value string) *HookEntryApplyConfiguration {
+	b.Hook = &value
+	return b
+}
+
+// WithState sets the State field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the State field is set to the value of the last call.
+func (b *HookEntryApplyConfiguration) WithState(value string) *HookEntryApplyConfiguration {
+	b.State = &value
+	return b
+}
+
+// WithMessage sets the Message field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Message field is set to the value of the last call.
+func (b *HookEntryApplyConfiguration) WithMessage(value string) *HookEntryApplyConfiguration {
+	b.Message = &value
 	return b
 }

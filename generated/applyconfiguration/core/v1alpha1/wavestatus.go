@@ -18,6 +18,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // WaveStatusApplyConfiguration represents a declarative configuration of the WaveStatus type for use
 // with apply.
 //
@@ -28,6 +32,9 @@ type WaveStatusApplyConfiguration struct {
 	// Phase is Pending, Applied, Waiting or Failed.
 	Phase   *string `json:"phase,omitempty"`
 	Message *string `json:"message,omitempty"`
+	// Since is when the wave started to wait for the previous wave's health; waveHealthTimeout counts
+	// from it.
+	Since *v1.Time `json:"since,omitempty"`
 }
 
 // WaveStatusApplyConfiguration constructs a declarative configuration of the WaveStatus type for use with
@@ -65,5 +72,13 @@ func (b *WaveStatusApplyConfiguration) WithPhase(value string) *WaveStatusApplyC
 // If called multiple times, the Message field is set to the value of the last call.
 func (b *WaveStatusApplyConfiguration) WithMessage(value string) *WaveStatusApplyConfiguration {
 	b.Message = &value
+	return b
+}
+
+// WithSince sets the Since field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Since field is set to the value of the last call.
+func (b *WaveStatusApplyConfiguration) WithSince(value v1.Time) *WaveStatusApplyConfiguration {
+	b.Since = &value
 	return b
 }
