@@ -5,7 +5,7 @@ SHELL := /usr/bin/env bash
 CONVOY_REAL_CHARTS ?= $(if $(wildcard ../shared/testdata/charts),$(abspath ../shared/testdata/charts),)
 export CONVOY_REAL_CHARTS
 
-.PHONY: all build test test-unit test-e2e test-bins demo generate verify install-plugin
+.PHONY: all build test test-unit test-e2e test-bins demo bench generate verify install-plugin manifests-check fuzz govulncheck
 
 all: build
 
@@ -27,11 +27,25 @@ test-unit: ## Run the unit tests only.
 test-e2e: build test-bins ## Run the e2e tests only.
 	hack/test.sh e2e
 
+manifests-check: build ## Validate manifests/: kustomize build, server-side dry run and RBAC checks on an e2e API server.
+	hack/build-test-bins.sh etcd kube-apiserver
+	go test -count=1 ./e2e/manifests/
+
 demo: build test-bins ## Start a local management and target cluster, install convoy, apply a sample Release.
 	hack/demo.sh
+
+bench: build test-bins ## Benchmark convoy against a plain SSA loop and helm (hack/bench; BENCH_FLAGS="-releases=100 -scenarios=a,b").
+	go build -o bin/convoy-bench ./hack/bench
+	bin/convoy-bench $(BENCH_FLAGS)
 
 generate: ## Regenerate deepcopy, clientset, listers, informers, apply configurations and CRDs.
 	hack/update-codegen.sh
 
 verify: ## Fail when generated files are stale; gofmt, go vet, go mod tidy -diff.
 	hack/verify.sh
+
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s), e.g. FUZZTIME=10s make fuzz.
+	hack/fuzz.sh
+
+govulncheck: ## Check for known vulnerabilities with govulncheck and an offline database from the Go module proxy.
+	hack/govulncheck.sh

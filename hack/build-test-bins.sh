@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Builds the control-plane binaries the e2e harness runs (etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler, kwok) and the kubectl the demo runs from the Go module
-# proxy into bin/, and writes bin/kwok-stages.yaml (kwok's fast stages plus
-# hack/tools/kwok/convoy-e2e-stages.yaml).
-# Usage: hack/build-test-bins.sh [etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kwok|kwok-stages|versitygw]...
+# kube-controller-manager, kube-scheduler, kwok), the kubectl the demo runs and the helm CLI the
+# benchmark runs (hack/bench) from the Go module proxy into bin/, and writes bin/kwok-stages.yaml
+# (kwok's fast stages plus hack/tools/kwok/convoy-e2e-stages.yaml).
+# Usage: hack/build-test-bins.sh [etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kwok|kwok-stages|versitygw|helm]...
 # A binary is rebuilt only when its tools module changed (stamp file); the Go build cache
 # makes a rebuild cheap anyway.
 set -euo pipefail
@@ -46,7 +46,15 @@ kwok_stages() {
   mv "$tmp" "$out"
 }
 
-want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw}
+# helm's version, stamped into the binary as its own release build does: the tools module's
+# helm.sh/helm/v3, which is the one convoy's go.mod uses.
+helm_ldflags() {
+  local v
+  v=$(cd "$root/hack/tools/helm" && go list -m -f '{{.Version}}' helm.sh/helm/v3)
+  echo "-s -w -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+}
+
+want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw helm}
 for b in $want; do
   case $b in
     etcd) build etcd . etcd ;;
@@ -54,6 +62,7 @@ for b in $want; do
     kwok) build kwok sigs.k8s.io/kwok/cmd/kwok kwok; kwok_stages ;;
     kwok-stages) kwok_stages ;;
     versitygw) build versitygw github.com/versity/versitygw/cmd/versitygw versitygw ;;
+    helm) build helm helm.sh/helm/v3/cmd/helm helm "$(helm_ldflags)" ;;
     *) echo "unknown binary $b" >&2; exit 1 ;;
   esac
 done

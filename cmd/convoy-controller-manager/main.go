@@ -1,7 +1,8 @@
 // Command convoy-controller-manager runs convoy's controllers: release (render, gate, apply, prune),
 // observer (drift and health loops) and cluster (probe target clusters), and the HTTPS sync API
 // (POST /sync, and GET /history of the render store). It serves /healthz, /readyz and /metrics on
-// --health-addr.
+// --health-addr. Replicas share the Clusters by shard: static (--shard) or dynamic (--sharding=dynamic,
+// coordination Leases in --leader-namespace).
 package main
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"slices"
@@ -23,11 +25,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -36,6 +40,7 @@ import (
 	"github.com/kumodo/convoy/generated/clientset/versioned"
 	convoyscheme "github.com/kumodo/convoy/generated/clientset/versioned/scheme"
 	convoyinformers "github.com/kumodo/convoy/generated/informers/externalversions"
+	listers "github.com/kumodo/convoy/generated/listers/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/cluster"
 	"github.com/kumodo/convoy/pkg/clusters"
 	"github.com/kumodo/convoy/pkg/coordinator"
@@ -64,9 +69,15 @@ type options struct {
 	targetTimeout        time.Duration
 	shards               int
 	shard                int
+	sharding             string
+	leaderNamespace      string
+	leaseDuration        time.Duration
+	leaseRenewPeriod     time.Duration
+	identity             string
 	historyMax           int
 	historyMaxAge        time.Duration
 	renderStore          string
+	profiling            bool
 	sources              coordinator.Options
 	// observer holds the observer's and the sync API's flags (observer.go).
 	observer observerOptions
@@ -88,11 +99,19 @@ func main() {
 	fs.DurationVar(&opts.targetTimeout, "target-timeout", 30*time.Second, "timeout of one request to a target API server")
 	fs.IntVar(&opts.shards, "shards", 1, "number of shards Clusters are spread over")
 	fs.IntVar(&opts.shard, "shard", -1, "the shard this replica owns (static sharding); -1: all shards when --shards=1")
+	fs.StringVar(&opts.sharding, "sharding", shardingStatic, "how replicas share the shards: static (--shard, or the StatefulSet "+
+		"ordinal of POD_NAME) or dynamic (coordination Leases: each live replica holds at most ceil(shards/replicas), "+
+		"a dead replica's shards move within one lease duration)")
+	fs.StringVar(&opts.leaderNamespace, "leader-namespace", "", "namespace of the dynamic sharding Leases; empty: $POD_NAMESPACE, else kube-system")
+	fs.DurationVar(&opts.leaseDuration, "lease-duration", 15*time.Second, "dynamic sharding: how long a Lease stays valid without renewal")
+	fs.DurationVar(&opts.leaseRenewPeriod, "lease-renew-period", 5*time.Second, "dynamic sharding: time between two renewals of this replica's Leases")
+	fs.StringVar(&opts.identity, "identity", "", "dynamic sharding: this replica's unique name; empty: $POD_NAME, else the host name")
 	fs.IntVar(&opts.historyMax, "history-max", 10, "rendered history kept per Release when neither the Release nor its Cluster sets retention")
 	fs.DurationVar(&opts.historyMaxAge, "history-max-age", 720*time.Hour, "age after which history entries are removed, by default")
 	fs.StringVar(&opts.renderStore, "render-store", "", "render store URL: file:///var/lib/convoy/renders (one replica) or "+
 		"s3://bucket/prefix?endpoint=host:port&region=R[&tls=false] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY); "+
 		"empty: no store, so no render history and no pin of an older render")
+	fs.BoolVar(&opts.profiling, "profiling", false, "serve net/http/pprof under /debug/pprof/ on --health-addr")
 	sourceFlags(fs, &opts.sources)
 	addObserverFlags(fs, &opts.observer)
 	klog.InitFlags(fs)
@@ -114,16 +133,13 @@ func run(ctx context.Context, opts options) error {
 	if err != nil {
 		return err
 	}
-	gate, err := shardGate(opts)
-	if err != nil {
-		return err
-	}
 	cfg, err := managementConfig(opts.kubeconfig)
 	if err != nil {
 		return err
 	}
 	cfg.QPS, cfg.Burst = float32(opts.qps), opts.burst
-	cfg.UserAgent = "convoy-controller-manager"
+	// The identity tells replicas apart in the management cluster's audit log.
+	cfg.UserAgent = "convoy-controller-manager (replica " + replicaIdentity(opts.identity) + ")"
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building kubernetes client: %w", err)
@@ -131,6 +147,10 @@ func run(ctx context.Context, opts options) error {
 	convoy, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("building convoy client: %w", err)
+	}
+	gate, dynamicGate, err := shardGate(opts, kube)
+	if err != nil {
+		return err
 	}
 
 	metrics.Register()
@@ -168,12 +188,16 @@ func run(ctx context.Context, opts options) error {
 		}
 	}
 	var runners []func(context.Context) error
+	// enqueuers wake the loops of a Cluster's Releases (and the Cluster's probe) when this replica
+	// gains the Cluster's shard: keys of a shard not owned were dropped, not requeued.
+	var enqueuers []func(namespace, name string)
 	if enabled["cluster"] {
 		c, err := cluster.NewController(ctx, convoy, convoyFactory.Core().V1alpha1().Clusters(),
 			kubeFactory.Core().V1().Secrets(), clients, gate, recorder, opts.clusterProbeInterval)
 		if err != nil {
 			return err
 		}
+		enqueuers = append(enqueuers, c.EnqueueCluster)
 		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
 	}
 	if enabled["release"] {
@@ -187,6 +211,7 @@ func run(ctx context.Context, opts options) error {
 		if err != nil {
 			return err
 		}
+		enqueuers = append(enqueuers, c.EnqueueCluster)
 		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
 	}
 	// The sync API and the observer (observer.go).
@@ -202,13 +227,24 @@ func run(ctx context.Context, opts options) error {
 		if err != nil {
 			return err
 		}
+		enqueuers = append(enqueuers, c.EnqueueCluster)
 		runners = append(runners, func(ctx context.Context) error { return c.Run(ctx, opts.workers) })
+	}
+	if dynamicGate != nil {
+		clusterLister := convoyFactory.Core().V1alpha1().Clusters().Lister()
+		releaseLister := convoyFactory.Core().V1alpha1().Releases().Lister()
+		dynamicGate.OnGain(func(shard int32) {
+			enqueueShard(logger, clusterLister, releaseLister, dynamicGate, shard, enqueuers)
+		})
+		// The gate starts with the other runners, after the caches synced, so the first shards it
+		// gains find their Clusters and Releases in the listers.
+		runners = append(runners, dynamicGate.Run)
 	}
 	// Secrets back the client cache of every controller.
 	kubeFactory.Core().V1().Secrets().Informer()
 
 	var ready atomic.Bool
-	srv, err := serveHealth(opts.healthAddr, &ready)
+	srv, err := serveHealth(opts.healthAddr, &ready, opts.profiling)
 	if err != nil {
 		return err
 	}
@@ -276,21 +312,113 @@ func selectControllers(flagValue string) (map[string]bool, error) {
 	return enabled, nil
 }
 
-// shardGate builds the static shard gate from --shards and --shard (or the pod name's ordinal).
-func shardGate(opts options) (sharding.Gate, error) {
+// Values of --sharding.
+const (
+	shardingStatic  = "static"
+	shardingDynamic = "dynamic"
+)
+
+// shardGate builds the shard gate of --sharding. Static: --shards and --shard (or the pod name's
+// ordinal). Dynamic: coordination Leases in --leader-namespace; the returned *sharding.Dynamic must
+// be run.
+func shardGate(opts options, kube kubernetes.Interface) (sharding.Gate, *sharding.Dynamic, error) {
 	n := int32(opts.shards)
+	switch opts.sharding {
+	case shardingStatic:
+	case shardingDynamic:
+		if n < 1 {
+			return nil, nil, fmt.Errorf("--shards=%d: need at least 1", n)
+		}
+		d, err := sharding.NewDynamic(sharding.DynamicConfig{
+			Leases:        kube.CoordinationV1(),
+			Namespace:     firstNonEmpty(opts.leaderNamespace, os.Getenv("POD_NAMESPACE"), metav1.NamespaceSystem),
+			Identity:      replicaIdentity(opts.identity),
+			Shards:        n,
+			LeaseDuration: opts.leaseDuration,
+			RenewPeriod:   opts.leaseRenewPeriod,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d, nil
+	default:
+		return nil, nil, fmt.Errorf("--sharding=%q: want %s or %s", opts.sharding, shardingStatic, shardingDynamic)
+	}
 	if n <= 1 {
-		return sharding.NewStatic(1, 0)
+		g, err := sharding.NewStatic(1, 0)
+		return g, nil, err
 	}
 	shard := int32(opts.shard)
 	if shard < 0 {
 		ordinal, err := sharding.OrdinalFromPodName(os.Getenv("POD_NAME"))
 		if err != nil {
-			return nil, fmt.Errorf("--shards=%d needs --shard or a StatefulSet POD_NAME: %w", n, err)
+			return nil, nil, fmt.Errorf("--shards=%d needs --shard, a StatefulSet POD_NAME or --sharding=dynamic: %w", n, err)
 		}
 		shard = ordinal
 	}
-	return sharding.NewStatic(n, shard)
+	g, err := sharding.NewStatic(n, shard)
+	return g, nil, err
+}
+
+// replicaIdentity is --identity, else $POD_NAME, else the host name.
+func replicaIdentity(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if pod := os.Getenv("POD_NAME"); pod != "" {
+		return pod
+	}
+	host, _ := os.Hostname()
+	return strings.ToLower(host)
+}
+
+// firstNonEmpty returns the first non-empty value.
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// enqueueShard wakes every loop for the Clusters of a shard this replica just gained: each
+// Cluster, and the cluster of each Release, which may not exist (a Release being deleted).
+func enqueueShard(logger klog.Logger, clusters listers.ClusterLister, releases listers.ReleaseLister, gate sharding.Gate,
+	shard int32, enqueuers []func(namespace, name string)) {
+	keys := map[cache.ObjectName]bool{}
+	cls, err := clusters.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing Clusters of a gained shard failed", "shard", shard)
+	}
+	for _, cl := range cls {
+		if gate.ShardOf(cl) == shard {
+			keys[cache.ObjectName{Namespace: cl.Namespace, Name: cl.Name}] = true
+		}
+	}
+	rels, err := releases.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing Releases of a gained shard failed", "shard", shard)
+	}
+	for _, rel := range rels {
+		key := cache.ObjectName{Namespace: rel.Namespace, Name: rel.Spec.ClusterRef.Name}
+		if keys[key] {
+			continue
+		}
+		if _, err := clusters.Clusters(key.Namespace).Get(key.Name); err == nil {
+			continue // an existing Cluster was judged above
+		}
+		missing := &v1alpha1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		if gate.ShardOf(missing) == shard {
+			keys[key] = true
+		}
+	}
+	for key := range keys {
+		for _, enqueue := range enqueuers {
+			enqueue(key.Namespace, key.Name)
+		}
+	}
+	logger.Info("Gained a shard; enqueued its clusters", "shard", shard, "clusters", len(keys))
 }
 
 // managementConfig loads the management cluster's client configuration.
@@ -312,8 +440,9 @@ func managementConfig(kubeconfig string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// serveHealth serves /healthz (the process lives), /readyz (caches synced) and /metrics.
-func serveHealth(addr string, ready *atomic.Bool) (*http.Server, error) {
+// serveHealth serves /healthz (the process lives), /readyz (caches synced) and /metrics, and with
+// profiling net/http/pprof's /debug/pprof/.
+func serveHealth(addr string, ready *atomic.Bool, profiling bool) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -324,6 +453,12 @@ func serveHealth(addr string, ready *atomic.Bool) (*http.Server, error) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on --health-addr %s: %w", addr, err)
@@ -358,6 +493,8 @@ func sourceFlags(fs *flag.FlagSet, o *coordinator.Options) {
 	fs.Int64Var(&o.MaxDownloadBytes, "source-max-download-bytes", coordinator.DefaultMaxDownloadBytes, "largest download of one source (chart archive, index, git pack)")
 	fs.Int64Var(&o.MaxUnpackedBytes, "source-max-unpacked-bytes", coordinator.DefaultMaxUnpackedBytes, "largest unpacked chart or repository tree")
 	fs.DurationVar(&o.FetchTimeout, "source-fetch-timeout", coordinator.DefaultFetchTimeout, "timeout of one source fetch")
+	fs.BoolVar(&o.AllowLinkLocal, "allow-link-local-sources", false, "allow sources on link-local and cloud metadata addresses "+
+		"(169.254.0.0/16, fe80::/10, ...); refused by default, by URL and at connect time")
 }
 
 // newRenderer builds the one render path (source fetching with its cache, rendering, mutations)

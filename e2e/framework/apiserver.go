@@ -37,6 +37,8 @@ type APIServer struct {
 	Kube kubernetes.Interface
 	// Dynamic is a dynamic client for the cluster.
 	Dynamic dynamic.Interface
+	// AuditLogPath is the API server's audit log (Options.Audit); empty without one.
+	AuditLogPath string
 
 	bin            string
 	dir            string

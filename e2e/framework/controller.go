@@ -111,6 +111,9 @@ func (c *Controller) stop() error {
 	return nil
 }
 
+// HealthURL returns the base URL of the controller's /healthz, /readyz and /metrics.
+func (c *Controller) HealthURL() string { return "http://" + c.healthAddr }
+
 // LogPath returns the controller's log file, kept when a test fails.
 func (c *Controller) LogPath() string { return c.logPath }
 

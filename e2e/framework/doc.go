@@ -11,8 +11,13 @@
 //   - bare (/bare): a target with an API server only; nothing ever becomes healthy there.
 //   - fault (/fault): like bare, but tests may Stop and Start it to simulate an outage.
 //
+// Options.BareTargets adds more bare targets by name (the sharding tests run four and none of the
+// above), and Options.Audit gives every API server an audit log (APIServer.AuditEvents).
+//
 // The controller is the built binary bin/convoy-controller-manager, run as a real process
-// with its log in the work directory. Binaries come from <repo>/bin (or $CONVOY_BIN_DIR),
+// with its log in the work directory. Options.Controllers runs several (Env.Controllers), each
+// with flags of its own and through a link of its name (client-go's default user agent
+// begins with the program's name). Binaries come from <repo>/bin (or $CONVOY_BIN_DIR),
 // built by `make test-bins`.
 //
 // # Lifecycle

@@ -26,8 +26,12 @@ type Env struct {
 	Bare *APIServer
 	// Fault is a target with an API server only, which tests may Stop and Start.
 	Fault *APIServer
-	// Controller is the convoy controller-manager under test.
+	// BareTargets are the targets of Options.BareTargets, by name.
+	BareTargets map[string]*APIServer
+	// Controller is the convoy controller-manager under test: the first of Controllers.
 	Controller *Controller
+	// Controllers are the controller-manager processes of Options.Controllers, in order.
+	Controllers []*Controller
 	// WorkDir holds logs, kubeconfigs and etcd data; kept when a test failed.
 	WorkDir string
 	// S3 is the S3-compatible server (versitygw) for the render store.
@@ -57,6 +61,12 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := opts.bareTargets(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.controllers(); err != nil {
+		return nil, err
+	}
 	root := opts.Root
 	if root == "" {
 		if root, err = repoRoot(); err != nil {
@@ -75,7 +85,7 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 	if e.WorkDir, err = makeWorkDir(opts.WorkDir); err != nil {
 		return nil, err
 	}
-	if err := e.start(ctx, root, bins, want); err != nil {
+	if err := e.start(ctx, root, bins, want, opts); err != nil {
 		e.failed.Store(true)
 		e.Stop()
 		return nil, fmt.Errorf("start e2e environment (work dir %s kept): %w", e.WorkDir, err)
@@ -102,7 +112,7 @@ func makeWorkDir(dir string) (string, error) {
 	return d, nil
 }
 
-func (e *Env) start(ctx context.Context, root, bins string, targets map[string]bool) error {
+func (e *Env) start(ctx context.Context, root, bins string, targets map[string]bool, opts Options) error {
 	logDir := filepath.Join(e.WorkDir, "logs")
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return fmt.Errorf("create log dir: %w", err)
@@ -117,11 +127,24 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 		if name != "mgmt" && !targets[name] {
 			continue
 		}
-		a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, e.etcd.url)
+		a, err := e.newTarget(name, bins, logDir, opts.Audit)
 		if err != nil {
 			return err
 		}
+		a.args = append(a.args, opts.APIServerArgs...)
 		*field = a
+		starts = append(starts, func() error { return a.start(ctx) })
+	}
+	for _, name := range opts.BareTargets {
+		a, err := e.newTarget(name, bins, logDir, opts.Audit)
+		if err != nil {
+			return err
+		}
+		a.args = append(a.args, opts.APIServerArgs...)
+		if e.BareTargets == nil {
+			e.BareTargets = map[string]*APIServer{}
+		}
+		e.BareTargets[name] = a
 		starts = append(starts, func() error { return a.start(ctx) })
 	}
 	// The API servers start in parallel: each spends seconds on start-up hooks, mostly waiting.
@@ -141,11 +164,60 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 	if err := e.startRenderStore(ctx, bins, logDir); err != nil {
 		return err
 	}
-	if e.Controller, err = newController(filepath.Join(bins, binController), filepath.Join(logDir, "controller.log"), e.Mgmt.kubeconfigPath); err != nil {
+	ctrls, err := opts.controllers()
+	if err != nil {
 		return err
 	}
-	e.Controller.configureRenderStore(e.RenderStoreURL, e.S3)
-	return e.Controller.start(ctx)
+	for _, o := range ctrls {
+		c, err := e.newController(bins, logDir, o)
+		if err != nil {
+			return err
+		}
+		e.Controllers = append(e.Controllers, c)
+		if err := c.start(ctx); err != nil {
+			return err
+		}
+	}
+	e.Controller = e.Controllers[0]
+	return nil
+}
+
+// newTarget prepares the API server of a target or mgmt, with its audit log when audit is set.
+func (e *Env) newTarget(name, bins, logDir string, audit bool) (*APIServer, error) {
+	a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, e.etcd.url)
+	if err != nil {
+		return nil, err
+	}
+	if audit {
+		if err := a.enableAudit(logDir); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// newController prepares one controller-manager process of Options.Controllers; a named one runs
+// through a link of its name in the work directory, and logs to logs/<name>.log.
+func (e *Env) newController(bins, logDir string, o ControllerOptions) (*Controller, error) {
+	bin, logName := filepath.Join(bins, binController), "controller.log"
+	if o.Name != "" {
+		linkDir := filepath.Join(e.WorkDir, "bin")
+		if err := os.MkdirAll(linkDir, 0o755); err != nil {
+			return nil, fmt.Errorf("create link dir of controller %s: %w", o.Name, err)
+		}
+		link := filepath.Join(linkDir, o.Name)
+		if err := os.Symlink(bin, link); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("link controller %s: %w", o.Name, err)
+		}
+		bin, logName = link, o.Name+".log"
+	}
+	c, err := newController(bin, filepath.Join(logDir, logName), e.Mgmt.kubeconfigPath)
+	if err != nil {
+		return nil, err
+	}
+	c.configureRenderStore(e.RenderStoreURL, e.S3)
+	c.args = append(c.args, o.Args...)
+	return c, nil
 }
 
 // installCRDs installs the convoy CRDs on mgmt and checks the generated clientset serves them.
@@ -189,8 +261,8 @@ func (e *Env) MarkFailed() { e.failed.Store(true) }
 // the controller log's are printed.
 func (e *Env) Stop() {
 	var errs []error
-	if e.Controller != nil {
-		errs = append(errs, e.Controller.stop())
+	for _, c := range e.allControllers() {
+		errs = append(errs, c.stop())
 	}
 	if e.S3 != nil {
 		errs = append(errs, e.S3.Stop())
@@ -198,7 +270,7 @@ func (e *Env) Stop() {
 	if e.live != nil {
 		errs = append(errs, e.live.stop()...)
 	}
-	for _, a := range []*APIServer{e.Mgmt, e.Live, e.Bare, e.Fault} {
+	for _, a := range append([]*APIServer{e.Mgmt}, e.targets()...) {
 		if a != nil && a.proc != nil {
 			errs = append(errs, a.Stop())
 		}
@@ -212,12 +284,23 @@ func (e *Env) Stop() {
 	}
 	if e.failed.Load() || os.Getenv("CONVOY_E2E_KEEP") == "1" {
 		fmt.Fprintf(os.Stderr, "e2e: work dir kept: %s\n", e.WorkDir)
-		if e.Controller != nil {
-			fmt.Fprintf(os.Stderr, "e2e: controller log: %s\n", e.Controller.LogPath())
+		for _, c := range e.allControllers() {
+			fmt.Fprintf(os.Stderr, "e2e: controller log: %s\n", c.LogPath())
 		}
 		return
 	}
 	if err := os.RemoveAll(e.WorkDir); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: remove work dir: %v\n", err)
 	}
+}
+
+// allControllers are the controllers started, also when StartWith failed half-way.
+func (e *Env) allControllers() []*Controller {
+	if len(e.Controllers) > 0 {
+		return e.Controllers
+	}
+	if e.Controller != nil {
+		return []*Controller{e.Controller}
+	}
+	return nil
 }

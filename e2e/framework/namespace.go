@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,13 +31,17 @@ const (
 	releaseDeleteTimeout = 60 * time.Second
 )
 
-// targets returns the target clusters that were started, by the name their Cluster gets.
+// targets returns the target clusters that were started, by the name their Cluster gets: the
+// standard ones, then Options.BareTargets by name.
 func (e *Env) targets() []*APIServer {
 	var out []*APIServer
 	for _, a := range []*APIServer{e.Live, e.Bare, e.Fault} {
 		if a != nil {
 			out = append(out, a)
 		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.BareTargets)) {
+		out = append(out, e.BareTargets[name])
 	}
 	return out
 }
@@ -108,8 +114,10 @@ func (e *Env) RegisterCluster(ctx context.Context, namespace, clusterName string
 func (e *Env) cleanupNamespace(t *testing.T, name string) {
 	if t.Failed() {
 		e.MarkFailed()
-		t.Logf("namespace %s kept; controller log: %s", name, e.Controller.LogPath())
-		t.Logf("controller log lines about %s (last 60):\n%s", name, grepTail(e.Controller.LogPath(), name, 60))
+		for _, c := range e.allControllers() {
+			t.Logf("namespace %s kept; controller log: %s", name, c.LogPath())
+			t.Logf("controller log lines about %s (last 60):\n%s", name, grepTail(c.LogPath(), name, 60))
+		}
 		return
 	}
 	ctx := context.Background()

@@ -159,6 +159,12 @@ func (c *Controller) enqueueSecretClusters(obj any) {
 	}
 }
 
+// EnqueueCluster enqueues one Cluster, e.g. when this replica gains the Cluster's shard: its
+// probe loop stopped while another replica owned the shard.
+func (c *Controller) EnqueueCluster(namespace, name string) {
+	c.queue.Add(cache.ObjectName{Namespace: namespace, Name: name})
+}
+
 // EnqueueAll enqueues every Cluster, e.g. when this replica gains shards.
 func (c *Controller) EnqueueAll() {
 	for _, o := range c.clusterIndexer.List() {
@@ -220,6 +226,9 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	if !c.gate.Owns(shard) {
 		return nil
 	}
+	// The probe's status write stops when this replica loses the shard meanwhile.
+	ctx, cancel := c.gate.ShardContext(ctx, shard)
+	defer cancel()
 	logger := klog.FromContext(ctx).WithValues("cluster", klog.KObj(cl))
 
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Reachable", ObservedGeneration: cl.Generation}

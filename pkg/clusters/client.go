@@ -39,6 +39,11 @@ type Client struct {
 // NewClient builds a Client from a REST config. It does not contact the cluster.
 func NewClient(cfg *rest.Config) (*Client, error) {
 	cfg = rest.CopyConfig(cfg)
+	if cfg.UserAgent == "" {
+		// The binary's name (each replica runs it under its own link in the e2e) and version, so a
+		// target's audit log tells convoy's requests apart.
+		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("build HTTP client for %s: %w", cfg.Host, err)

@@ -18,6 +18,12 @@
 // and a chart is downloaded once. Concurrent fetches of one source are merged (singleflight).
 // Downloads and unpacked trees are bounded in size; symbolic links and ".." paths that would
 // leave a chart or a repository are refused with an error wrapping ErrRefused.
+//
+// # Addresses
+//
+// Sources on link-local and cloud metadata addresses (169.254.0.0/16, fe80::/10, ...) are refused
+// with ErrRefused unless Options.AllowLinkLocal: by the URL's host, and again for every connection
+// after DNS resolution, so names and redirects leading there are refused too (netpolicy.go).
 package coordinator
 
 import (
@@ -67,6 +73,9 @@ type Options struct {
 	FetchTimeout time.Duration
 	// IndexTTL is how long a Helm repository index is reused.
 	IndexTTL time.Duration
+	// AllowLinkLocal allows sources on link-local and cloud metadata addresses (169.254.0.0/16,
+	// fe80::/10, ...), which are refused by default, by URL and again at connect time (netpolicy.go).
+	AllowLinkLocal bool
 }
 
 func (o Options) withDefaults() Options {
@@ -137,7 +146,8 @@ func NewWithOptions(opts Options) (*Coordinator, error) {
 	if err := os.MkdirAll(opts.CacheDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating source cache dir: %w", err)
 	}
-	return &Coordinator{opts: opts, indexes: map[string]cachedIndex{}, oci: map[string]render.Content{}}, nil
+	return &Coordinator{opts: opts, indexes: map[string]cachedIndex{}, oci: map[string]render.Content{},
+		clients: httpClients{allowLinkLocal: opts.AllowLinkLocal}}, nil
 }
 
 // Stats returns the counters of network work and cache hits so far.
@@ -172,6 +182,9 @@ func (c *Coordinator) Ensure(ctx context.Context, rel *v1alpha1.Release) (Result
 		if ct != v1alpha1.ContentTypeHelm {
 			return notReady("contentType %s is not supported with source.helm; use helm", ct), nil
 		}
+		if err := checkSourceURL(src.Helm.RepoURL, c.opts.AllowLinkLocal); err != nil {
+			return Result{}, err
+		}
 		creds, err := c.credentials(rel)
 		if err != nil {
 			return Result{}, err
@@ -191,6 +204,9 @@ func (c *Coordinator) Ensure(ctx context.Context, rel *v1alpha1.Release) (Result
 	case src.Git != nil:
 		if !isHTTPURL(src.Git.URL) {
 			return notReady("git URL %q is not supported: use an http(s):// URL", src.Git.URL), nil
+		}
+		if err := checkSourceURL(src.Git.URL, c.opts.AllowLinkLocal); err != nil {
+			return Result{}, err
 		}
 		creds, err := c.credentials(rel)
 		if err != nil {

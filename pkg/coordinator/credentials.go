@@ -96,8 +96,13 @@ func (c *credentials) authorize(req *http.Request) {
 }
 
 // httpClients caches one HTTP transport per CA bundle; every response body is bounded by the
-// limit found in the request's context.
+// limit found in the request's context, and every connection passes the address check of
+// netpolicy.go unless allowLinkLocal.
 type httpClients struct {
+	allowLinkLocal bool
+	// resolver resolves host names for the dialer; nil is the default resolver (tests set one).
+	resolver *net.Resolver
+
 	mu         sync.Mutex
 	transports map[string]*http.Transport
 }
@@ -124,6 +129,7 @@ func (h *httpClients) transport(creds *credentials) (*http.Transport, error) {
 		return tr, nil
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = newDialer(h.allowLinkLocal, h.resolver).DialContext
 	if len(ca) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {

@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
@@ -59,8 +61,15 @@ type Renderer struct {
 }
 
 // Render runs steps 1 to 6 of stageRender for rel. The returned Result carries whatever was resolved
-// before a failure (the revision, the cluster), so callers can report it.
+// before a failure (the revision, the cluster), so callers can report it. No value of a valuesFrom
+// Secret appears in the error (redactSecrets).
 func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, error) {
+	res, err := r.render(ctx, rel)
+	return res, r.redactSecrets(rel, err)
+}
+
+// render is Render before the redaction of its error.
+func (r *Renderer) render(ctx context.Context, rel *v1alpha1.Release) (*Result, error) {
 	res := &Result{}
 
 	// 1. Fetch.
@@ -120,8 +129,10 @@ func (r *Renderer) Render(ctx context.Context, rel *v1alpha1.Release) (*Result, 
 	return res, nil
 }
 
-// Cluster reads the Release's target Cluster from the cache and returns its client. A missing Cluster,
-// one whose probe says it is not Ready, or one without a usable client is an error.
+// Cluster reads the Release's target Cluster from the cache and returns its client: the Cluster's own,
+// or with spec.serviceAccountName one impersonating that service account of the targetNamespace, so
+// the target's RBAC for the account bounds what the Release may do there. A missing Cluster, one
+// whose probe says it is not Ready, or one without a usable client is an error.
 func (r *Renderer) Cluster(rel *v1alpha1.Release) (*v1alpha1.Cluster, *clusters.Client, error) {
 	cl, err := r.Clusters.Clusters(rel.Namespace).Get(rel.Spec.ClusterRef.Name)
 	if apierrors.IsNotFound(err) {
@@ -136,6 +147,15 @@ func (r *Renderer) Cluster(rel *v1alpha1.Release) (*v1alpha1.Cluster, *clusters.
 	client, err := r.Clients.Get(cl)
 	if err != nil {
 		return cl, nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
+	}
+	if sa := rel.Spec.ServiceAccountName; sa != "" {
+		// The API does not constrain the name; one with a colon would name another user.
+		if msgs := validation.IsDNS1123Subdomain(sa); len(msgs) > 0 {
+			return cl, nil, fmt.Errorf("spec.serviceAccountName %q: %s", sa, strings.Join(msgs, "; "))
+		}
+		if client, err = client.ForServiceAccount(rel.Spec.TargetNamespace, sa); err != nil {
+			return cl, nil, fmt.Errorf("cluster %s: %w", cl.Name, err)
+		}
 	}
 	return cl, client, nil
 }

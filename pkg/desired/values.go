@@ -89,8 +89,9 @@ func (r *Renderer) valuesLayer(namespace, kind, name, key string) (data []byte, 
 	}
 }
 
-// yamlLine finds the line number in a YAML error message.
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+// yamlLine finds the line number at the start of a YAML error message, where the parser puts it;
+// further on, the message may quote the content.
+var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+):`)
 
 // parseValues parses a YAML (or JSON) map of values. For a secret layer the parser's message,
 // which may quote the content, is replaced by the line alone.

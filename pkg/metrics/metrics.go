@@ -1,12 +1,18 @@
 // Package metrics holds convoy's Prometheus registry: client-go workqueue metrics for every named
-// queue, and reconcile metrics of the controllers.
+// queue, client-go's REST request metrics, reconcile metrics of the controllers, and the shard
+// ownership of this replica.
 package metrics
 
 import (
+	"context"
+	"net/url"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	clientmetrics "k8s.io/client-go/tools/metrics"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -30,7 +36,21 @@ var (
 		Name: "convoy_objects_pruned_total",
 		Help: "Objects deleted from target clusters by prune and finalize.",
 	})
+	// ShardOwned is 1 for each shard this replica owns and 0 for a shard it does not (any more).
+	ShardOwned = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "convoy_shard_owned",
+		Help: "1 when this replica owns the shard, else 0.",
+	}, []string{"shard"})
 )
+
+// SetShardOwned sets the ownership gauge of a shard.
+func SetShardOwned(shard int32, owned bool) {
+	v := 0.0
+	if owned {
+		v = 1
+	}
+	ShardOwned.WithLabelValues(strconv.Itoa(int(shard))).Set(v)
+}
 
 var (
 	depth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -65,9 +85,10 @@ var once sync.Once
 func Register() {
 	once.Do(func() {
 		Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		Registry.MustRegister(ReconcileDuration, ObjectsApplied, ObjectsPruned,
+		Registry.MustRegister(ReconcileDuration, ObjectsApplied, ObjectsPruned, ShardOwned,
 			depth, adds, latency, workDuration, unfinished, longestRunning, retries)
 		workqueue.SetProvider(queueMetrics{})
+		registerRESTClientMetrics()
 	})
 }
 
@@ -94,4 +115,63 @@ func (queueMetrics) NewLongestRunningProcessorSecondsMetric(name string) workque
 }
 func (queueMetrics) NewRetriesMetric(name string) workqueue.CounterMetric {
 	return retries.WithLabelValues(name)
+}
+
+var (
+	// restRequests counts the REST requests of every client-go client of the process, by verb, host
+	// and response code: the management cluster's and each target's, told apart by host.
+	restRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_rest_client_requests_total",
+		Help: "REST requests sent by client-go, by verb (GET covers gets, lists and watches), host and code.",
+	}, []string{"verb", "host", "code"})
+	// restDryRuns counts the requests among restRequests that were dry runs (dryRun=All): writes
+	// that change nothing.
+	restDryRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_rest_client_dry_run_requests_total",
+		Help: "REST requests sent by client-go with dryRun set, by verb and host (also counted in convoy_rest_client_requests_total).",
+	}, []string{"verb", "host"})
+	// restThrottled sums the time requests waited for client-go's client-side rate limiter (the
+	// --qps and --burst flags), by host: how much of a reconcile's time the limits cost.
+	restThrottled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convoy_rest_client_rate_limiter_wait_seconds_total",
+		Help: "Seconds REST requests waited for client-go's client-side rate limiter, by host.",
+	}, []string{"host"})
+)
+
+// registerRESTClientMetrics registers the REST request counters and installs them as client-go's
+// RequestResult, RequestLatency and RateLimiterLatency metrics (client-go takes only the first
+// registration).
+func registerRESTClientMetrics() {
+	Registry.MustRegister(restRequests, restDryRuns, restThrottled)
+	clientmetrics.Register(clientmetrics.RegisterOpts{
+		RequestResult:      requestResult{},
+		RequestLatency:     requestDryRun{},
+		RateLimiterLatency: rateLimiterWait{},
+	})
+}
+
+// requestResult implements client-go's ResultMetric: it is called once per request, after the
+// last retry, watches included.
+type requestResult struct{}
+
+func (requestResult) Increment(_ context.Context, code, method, host string) {
+	restRequests.WithLabelValues(method, host, code).Inc()
+}
+
+// requestDryRun implements client-go's LatencyMetric to count dry runs: the URL template it gets
+// keeps the query parameter names. It is not called for watches.
+type requestDryRun struct{}
+
+func (requestDryRun) Observe(_ context.Context, verb string, u url.URL, _ time.Duration) {
+	if u.Query().Has("dryRun") {
+		restDryRuns.WithLabelValues(verb, u.Host).Inc()
+	}
+}
+
+// rateLimiterWait implements client-go's LatencyMetric for the client-side rate limiter: it is
+// called once per request with the time the request waited for a token.
+type rateLimiterWait struct{}
+
+func (rateLimiterWait) Observe(_ context.Context, _ string, u url.URL, wait time.Duration) {
+	restThrottled.WithLabelValues(u.Host).Add(wait.Seconds())
 }

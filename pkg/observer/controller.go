@@ -266,20 +266,24 @@ func (c *Controller) processNextWorkItem(ctx context.Context, queue workqueue.Ty
 	return true
 }
 
-// release reads a Release from the cache and applies the shard gate; nil means "nothing to do".
-func (c *Controller) release(ctx context.Context, key cache.ObjectName) (*v1alpha1.Release, error) {
+// release reads a Release from the cache and applies the shard gate; nil means "nothing to do". The
+// returned context is cancelled when this replica loses the shard meanwhile, so the loop stops before
+// its next write; call the CancelFunc when done.
+func (c *Controller) release(ctx context.Context, key cache.ObjectName) (*v1alpha1.Release, context.Context, context.CancelFunc, error) {
 	rel, err := c.releases.Releases(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return nil, ctx, func() {}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading release %s: %w", key, err)
+		return nil, ctx, func() {}, fmt.Errorf("reading release %s: %w", key, err)
 	}
-	if !c.gate.Owns(c.gate.ShardOf(c.clusterForShard(rel))) {
+	shard := c.gate.ShardOf(c.clusterForShard(rel))
+	if !c.gate.Owns(shard) {
 		klog.FromContext(ctx).V(4).Info("Skipping release of a shard this replica does not own", "release", klog.KObj(rel))
-		return nil, nil
+		return nil, ctx, func() {}, nil
 	}
-	return rel, nil
+	ctx, cancel := c.gate.ShardContext(ctx, shard)
+	return rel, ctx, cancel, nil
 }
 
 // clusterForShard returns the Release's Cluster from the cache, or one carrying only its namespace

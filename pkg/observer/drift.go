@@ -78,7 +78,8 @@ type driftResult struct {
 // scheduleRecheck (reconcile-flow.md "Drift loop"). Only a failed status write or a failed /sync
 // request returns an error; an undetermined drift waits for the next check.
 func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) error {
-	rel, err := c.release(ctx, key)
+	rel, ctx, cancel, err := c.release(ctx, key)
+	defer cancel()
 	if err != nil {
 		return err
 	}

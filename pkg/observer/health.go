@@ -29,7 +29,8 @@ var deletePhases = map[string]bool{"preDelete": true, "postDelete": true}
 // healthSyncHandler is the health loop for one Release key: it assesses the ReleaseInventory,
 // writes the inventory status and the verdict, and polls again after Config.HealthInterval.
 func (c *Controller) healthSyncHandler(ctx context.Context, key cache.ObjectName) error {
-	rel, err := c.release(ctx, key)
+	rel, ctx, cancel, err := c.release(ctx, key)
+	defer cancel()
 	if err != nil || rel == nil {
 		return err
 	}

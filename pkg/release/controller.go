@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -355,7 +356,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 }
 
 // syncHandler reconciles one Release key; the steps follow reconcile-flow.md "Entry: syncHandler".
-func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) error {
+func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) (err error) {
 	start := c.clock.Now()
 	// 1. Read the Release from the cache.
 	rel, err := c.releases.Releases(key.Namespace).Get(key.Name)
@@ -369,10 +370,20 @@ func (c *Controller) syncHandler(ctx context.Context, key cache.ObjectName) erro
 	ctx = klog.NewContext(ctx, logger)
 
 	// 2. Shard gate: a Release of a cluster this replica does not own is neither reconciled nor finalized.
-	if !c.gate.Owns(c.gate.ShardOf(c.clusterForShard(rel))) {
+	// Work under ctx stops when the shard is lost meanwhile, before its next write.
+	shard := c.gate.ShardOf(c.clusterForShard(rel))
+	if !c.gate.Owns(shard) {
 		logger.V(4).Info("Skipping release of a shard this replica does not own")
 		return nil
 	}
+	ctx, cancel := c.gate.ShardContext(ctx, shard)
+	defer cancel()
+	defer func() {
+		if err != nil && errors.Is(context.Cause(ctx), sharding.ErrShardLost) {
+			logger.Info("Stopped: this replica lost the shard of the release's cluster", "shard", shard)
+			err = nil // the new owner reconciles it
+		}
+	}()
 
 	// 3. Deletion.
 	if rel.DeletionTimestamp != nil {

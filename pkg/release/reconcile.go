@@ -106,6 +106,13 @@ func (c *Controller) pendingRequest(ctx context.Context, rel *v1alpha1.Release, 
 		return nil
 	}
 	at := metav1.NewTime(requestSecond(t))
+	if y := at.UTC().Year(); at.IsZero() || y < 1 || y > 9999 {
+		// Such a time cannot be stored as lastHandled*At (RFC 3339, years 1-9999, zero is null), so it
+		// would stay pending forever.
+		klog.FromContext(ctx).Info("Ignoring a sync annotation outside the years 1-9999", "annotation", annotation)
+		c.recorder.Eventf(rel, "Warning", "InvalidAnnotation", "annotation %s is outside the years 1-9999: %q", annotation, value)
+		return nil
+	}
 	if handled != nil && !at.After(handled.Time) {
 		return nil
 	}

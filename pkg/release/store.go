@@ -64,7 +64,7 @@ func (c *Controller) resolvePinnedRender(ctx context.Context, st *reconcileState
 // the sync with StoreUnavailable and an error: nothing is applied and the attempt backs off.
 func (c *Controller) persistRender(ctx context.Context, st *reconcileState) (*reconcileOutcome, error) {
 	store := c.config.Store
-	if store == nil {
+	if store == nil || st.alreadyApplied() {
 		return nil, nil
 	}
 	err := store.PutRender(ctx, releaseName(st.rel), &renderstore.Render{
@@ -81,7 +81,7 @@ func (c *Controller) persistRender(ctx context.Context, st *reconcileState) (*re
 // already: history grows by one per newly applied render, not per reconcile. Errors are logged.
 func (c *Controller) recordHistory(ctx context.Context, st *reconcileState) {
 	store := c.config.Store
-	if store == nil {
+	if store == nil || st.alreadyApplied() {
 		return
 	}
 	logger := klog.FromContext(ctx)
@@ -107,6 +107,9 @@ func (c *Controller) recordHistory(ctx context.Context, st *reconcileState) {
 // runGC removes history entries beyond the resolved retention and the renders no kept entry refers
 // to, never the renders of lastSuccessful, lastAttempted, the pin or lastHealthy. Errors are logged.
 func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
+	if st.alreadyApplied() {
+		return // nothing new to trim: GC runs when a new render was applied
+	}
 	keep := map[string]bool{}
 	for _, ref := range protectedRenders(st) {
 		keep[ref] = true
@@ -150,6 +153,13 @@ func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
 		logger.V(2).Info("Render GC", "historyKept", len(plan.History), "historyRemoved", len(history)-len(plan.History),
 			"rendersDeleted", len(plan.DeleteRenders))
 	}
+}
+
+// alreadyApplied reports whether the render is the one lastSuccessful names: it is stored and in
+// the history since it was applied, so a steady-state reconcile neither writes nor reads the store.
+func (st *reconcileState) alreadyApplied() bool {
+	last := st.rel.Status.LastSuccessful
+	return last != nil && last.RenderRef == st.renderRef && st.forceSyncRequestedAt == nil
 }
 
 // protectedRenders are the renders GC keeps whatever the retention: the one just applied (the next

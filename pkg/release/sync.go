@@ -43,6 +43,13 @@ func (c *Controller) stageSync(ctx context.Context, st *reconcileState) (reconci
 			"(annotate the Release %s=true to allow it)", len(st.inv.Entries), v1alpha1.AllowEmptyAnnotation)
 		return c.syncOutcome(st, v1alpha1.ReasonUnappliable, msg, true), nil
 	}
+	// An inventory too large to store is refused before anything is sent.
+	if entries, err := deployer.Entries(st.client, st.objects, st.objects, st.opts); err == nil {
+		spec := v1alpha1.ReleaseInventorySpec{RenderRef: st.renderRef, Entries: inventory.Union(st.inv.Entries, entries), Hooks: st.inv.Hooks}
+		if err := inventory.CheckSize(spec); err != nil {
+			return c.syncOutcome(st, v1alpha1.ReasonUnappliable, err.Error(), true), nil
+		}
+	}
 	run := c.newHookRun(st)
 
 	// 1. Dry run, hooks included under the names they run with.
@@ -240,7 +247,7 @@ func (c *Controller) applyErrorOutcome(st *reconcileState, err error) (reconcile
 	switch {
 	case errors.As(err, &conflict):
 		return c.syncOutcome(st, v1alpha1.ReasonConflict, err.Error(), true), nil
-	case errors.As(err, &rejected):
+	case errors.As(err, &rejected), errors.Is(err, inventory.ErrTooLarge):
 		return c.syncOutcome(st, v1alpha1.ReasonUnappliable, err.Error(), true), nil
 	case unreachable(err):
 		return c.syncOutcome(st, v1alpha1.ReasonClusterNotReady, err.Error(), true), err

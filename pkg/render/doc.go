@@ -5,7 +5,8 @@
 // Render dispatches on the content type: manifests (below); helm, rendered with Helm's engine
 // (release name, namespace, .Capabilities from Capabilities, chart crds/, packaged dependencies,
 // `lookup` answering nothing, NOTES.txt and partials left out, Helm hooks mapped to convoy's
-// hook annotations and test hooks dropped; see helm.go and helm_hooks.go); and kustomize, built by
+// hook annotations and test hooks dropped, values.schema.json enforced without loading any document
+// it refers to; see helm.go, helm_hooks.go and helm_schema.go); and kustomize, built by
 // krusty over an in-memory copy of the fetched tree with remote references refused and builtin
 // plugins only (kustomize.go). Any other type wraps ErrUnsupported. ApplyMutations runs a
 // Release's spec.mutations on the rendered objects (mutations.go).

@@ -59,9 +59,15 @@ func helmTemplates(ctx context.Context, chrt *chart.Chart, values map[string]any
 		return nil, &Error{File: path.Join(chrt.Name(), "Chart.yaml"), Err: fmt.Errorf("processing dependencies: %w", err)}
 	}
 	relOpts := chartutil.ReleaseOptions{Name: opts.ReleaseName, Namespace: opts.Namespace, Revision: 1, IsInstall: true}
-	renderValues, err := chartutil.ToRenderValues(chrt, values, relOpts, hcaps)
+	// Helm's own schema validation is skipped: its loader reads files and URLs a chart names
+	// (helm_schema.go); validateValues applies the same rules without loading anything.
+	renderValues, err := chartutil.ToRenderValuesWithSchemaValidation(chrt, values, relOpts, hcaps, true)
 	if err != nil {
 		return nil, &Error{File: path.Join(chrt.Name(), "values.yaml"), Err: fmt.Errorf("values: %w", err)}
+	}
+	vals, _ := renderValues["Values"].(chartutil.Values)
+	if err := validateValues(chrt, vals); err != nil {
+		return nil, &Error{File: path.Join(chrt.Name(), "values.schema.json"), Err: fmt.Errorf("values: %w", err)}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("render helm chart: %w", err)

@@ -201,5 +201,26 @@ func decodeDocument(data []byte) (any, error) {
 	if err := utiljson.Unmarshal(data, &v); err != nil {
 		return nil, fmt.Errorf("decode document: %w", err)
 	}
-	return v, nil
+	return positiveZero(v), nil
+}
+
+// positiveZero replaces every float -0 in v by 0. Encoded as "-0", a -0 decodes as the integer 0,
+// so a render holding one would hash to another reference after the render store's JSON round
+// trip and read back as corrupt.
+func positiveZero(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, child := range t {
+			t[k] = positiveZero(child)
+		}
+	case []any:
+		for i, child := range t {
+			t[i] = positiveZero(child)
+		}
+	case float64:
+		if t == 0 {
+			return float64(0)
+		}
+	}
+	return v
 }

@@ -244,6 +244,11 @@ func parseHistory(data []byte) ([]Entry, error) {
 			}
 			return nil, fmt.Errorf("history line %d: %w", i+1, err)
 		}
+		// ReplaceHistory writes times in UTC; a time it cannot write (a year beyond 0-9999 once in
+		// UTC) would make every later AppendHistory fail, so such a log is refused when read.
+		if _, err := e.Time.UTC().MarshalJSON(); err != nil {
+			return nil, fmt.Errorf("history line %d: time: %w", i+1, err)
+		}
 		out = append(out, e)
 	}
 	return out, nil

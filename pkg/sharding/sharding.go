@@ -1,16 +1,27 @@
 // Package sharding decides which replica handles a Cluster. A Cluster's shard is spec.shard when set,
 // else fnv32a("namespace/name") mod the shard count; every loop (release, drift, health, cluster) asks
 // the Gate before it touches a key, and a key whose shard this replica does not own is left alone.
+//
+// Two gates implement it: Static owns a fixed set of shards (--shard, or a StatefulSet ordinal);
+// Dynamic (dynamic.go) holds coordination Leases, one per shard, and moves shards between the live
+// replicas.
 package sharding
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"regexp"
 	"strconv"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
+	"github.com/kumodo/convoy/pkg/metrics"
 )
+
+// ErrShardLost is the cancel cause of a shard context whose shard this replica does not own (any
+// more): work under it must stop before its next write.
+var ErrShardLost = errors.New("this replica does not own the shard")
 
 // Gate tells whether this replica owns a shard.
 type Gate interface {
@@ -18,6 +29,10 @@ type Gate interface {
 	ShardOf(cl *v1alpha1.Cluster) int32
 	// Owns reports whether this replica currently owns the shard.
 	Owns(shard int32) bool
+	// ShardContext returns a child of parent that is cancelled, with cause ErrShardLost, when this
+	// replica stops owning the shard (at once when it does not own it now). Call the CancelFunc
+	// when the work is done.
+	ShardContext(parent context.Context, shard int32) (context.Context, context.CancelFunc)
 }
 
 // ShardOf computes a Cluster's shard for a given shard count.
@@ -51,6 +66,9 @@ func NewStatic(n int32, owned ...int32) (*Static, error) {
 		}
 		s.owned[o] = true
 	}
+	for i := range n {
+		metrics.SetShardOwned(i, s.owned[i])
+	}
 	return s, nil
 }
 
@@ -59,6 +77,15 @@ func (s *Static) ShardOf(cl *v1alpha1.Cluster) int32 { return ShardOf(cl, s.shar
 
 // Owns implements Gate.
 func (s *Static) Owns(shard int32) bool { return s.owned[shard] }
+
+// ShardContext implements Gate: a static replica never loses a shard it owns.
+func (s *Static) ShardContext(parent context.Context, shard int32) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	if !s.Owns(shard) {
+		cancel(fmt.Errorf("shard %d: %w", shard, ErrShardLost))
+	}
+	return ctx, func() { cancel(context.Canceled) }
+}
 
 var ordinalRE = regexp.MustCompile(`-(\d+)$`)
 

@@ -1,6 +1,8 @@
 package sharding
 
 import (
+	"context"
+	"errors"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,5 +72,25 @@ func TestOrdinalFromPodName(t *testing.T) {
 		if (err != nil) != tt.wantErr || got != tt.want {
 			t.Errorf("OrdinalFromPodName(%q) = %d, %v", tt.pod, got, err)
 		}
+	}
+}
+
+func TestStaticShardContext(t *testing.T) {
+	g, err := NewStatic(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned, cancel := g.ShardContext(context.Background(), 1)
+	if owned.Err() != nil {
+		t.Errorf("context of an owned shard is done: %v", context.Cause(owned))
+	}
+	cancel()
+	if owned.Err() == nil {
+		t.Error("cancel did not end the context")
+	}
+	other, cancel := g.ShardContext(context.Background(), 0)
+	defer cancel()
+	if !errors.Is(context.Cause(other), ErrShardLost) {
+		t.Errorf("context of a shard not owned: cause %v", context.Cause(other))
 	}
 }

@@ -2,7 +2,9 @@
 // the release controller to sync a Release now. Its only effect is a merge patch of the Release
 // annotation release.core.convoy.kumodo.io/sync-requested-at (force-sync-requested-at for
 // force=true) to the request time; the release controller handles the request on its next
-// reconcile. Repeated calls coalesce: the annotation holds the latest time.
+// reconcile. Repeated calls coalesce: the annotation holds the latest time and never moves back
+// (a write is conditioned on the value read), and concurrent calls for one Release share one read
+// and write.
 //
 // # Authentication and authorization
 //

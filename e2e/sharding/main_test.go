@@ -1,0 +1,71 @@
+// Package sharding tests dynamic sharding end to end: two controller replicas share four target
+// clusters through coordination Leases; one is killed and restarted, and the targets' audit logs
+// show that no cluster was ever worked on by both replicas at once.
+package sharding
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/kumodo/convoy/e2e/framework"
+)
+
+// The sharding setup: short leases, so failover takes seconds.
+const (
+	shardCount     = 4
+	leaseDuration  = 6 * time.Second
+	renewPeriod    = 2 * time.Second
+	leaseNamespace = "kube-system"
+	// startTimeout bounds bringing up etcd, five API servers and two controllers.
+	startTimeout = 5 * time.Minute
+)
+
+// replica is one controller process: its sharding identity and its process name, which begins
+// the user agent its target requests carry.
+type replica struct {
+	id, process string
+}
+
+// replicas are the two controllers, in the order of env.Controllers.
+var replicas = []replica{{"a", "convoy-replica-a"}, {"b", "convoy-replica-b"}}
+
+// env is the environment of the run.
+var env *framework.Env
+
+// targetName is the bare target (and Cluster) pinned to shard i.
+func targetName(i int) string { return "shard-" + strconv.Itoa(i) }
+
+func TestMain(m *testing.M) {
+	opts := framework.Options{Audit: true}
+	for i := range shardCount {
+		opts.BareTargets = append(opts.BareTargets, targetName(i))
+	}
+	for _, r := range replicas {
+		opts.Controllers = append(opts.Controllers, framework.ControllerOptions{Name: r.process, Args: []string{
+			"--sharding=dynamic",
+			"--shards=" + strconv.Itoa(shardCount),
+			"--lease-duration=" + leaseDuration.String(),
+			"--lease-renew-period=" + renewPeriod.String(),
+			"--leader-namespace=" + leaseNamespace,
+			"--identity=" + r.id,
+		}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	e, err := framework.StartWith(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e/sharding: %v\n", err)
+		os.Exit(1)
+	}
+	env = e
+	code := m.Run()
+	if code != 0 {
+		env.MarkFailed()
+	}
+	env.Stop()
+	os.Exit(code)
+}
