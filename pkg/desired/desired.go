@@ -121,12 +121,23 @@ func (r *Renderer) render(ctx context.Context, rel *v1alpha1.Release) (*Result, 
 	}
 
 	// 6. Render reference.
-	ref, err := render.RenderRef(objs)
+	ref, err := renderRef(objs)
 	if err != nil {
-		return res, &Error{Reason: v1alpha1.ReasonRenderFailed, Err: err}
+		return res, err
 	}
 	res.Objects, res.RenderRef = objs, ref
 	return res, nil
+}
+
+// renderRef is stageRender step 6: the SHA-256 reference of the mutated objects in render order, hooks
+// included (render.RenderRef), which goes to lastAttempted.renderRef. An object that cannot be
+// encoded canonically fails the render.
+func renderRef(objs []*unstructured.Unstructured) (string, error) {
+	ref, err := render.RenderRef(objs)
+	if err != nil {
+		return "", &Error{Reason: v1alpha1.ReasonRenderFailed, Err: fmt.Errorf("render reference: %w", err)}
+	}
+	return ref, nil
 }
 
 // Cluster reads the Release's target Cluster from the cache and returns its client: the Cluster's own,
