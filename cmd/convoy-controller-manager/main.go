@@ -507,6 +507,10 @@ func newRenderer(o coordinator.Options, kubeFactory kubeinformers.SharedInformer
 	if err != nil {
 		return nil, fmt.Errorf("source fetching: %w", err)
 	}
+	metrics.RegisterSourceStats(func() (int64, int64, int64) {
+		s := coord.Stats()
+		return s.Downloads, s.IndexFetches, s.CacheHits
+	})
 	return &desired.Renderer{
 		Coordinator: coord,
 		Clients:     clients,

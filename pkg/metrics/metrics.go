@@ -80,6 +80,21 @@ var (
 
 var once sync.Once
 
+// RegisterSourceStats exposes the source fetcher's counters: downloads, index fetches and cache hits
+// (convoy_source_*_total), read from stats at each scrape. Call it once.
+func RegisterSourceStats(stats func() (downloads, indexFetches, cacheHits int64)) {
+	counter := func(name, help string, pick func(d, i, h int64) int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 {
+			return float64(pick(stats()))
+		})
+	}
+	Registry.MustRegister(
+		counter("convoy_source_downloads_total", "Chart archives and git fetches downloaded.", func(d, _, _ int64) int64 { return d }),
+		counter("convoy_source_index_fetches_total", "Helm index, OCI tag and git ref resolutions over the network.", func(_, i, _ int64) int64 { return i }),
+		counter("convoy_source_cache_hits_total", "Source fetches served from the on-disk cache.", func(_, _, h int64) int64 { return h }),
+	)
+}
+
 // Register registers every convoy metric and the workqueue metrics provider. Call it once, before
 // any queue is created.
 func Register() {
