@@ -11,14 +11,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	applyv1alpha1 "github.com/kumodo/convoy/generated/applyconfiguration/core/v1alpha1"
-	"github.com/kumodo/convoy/pkg/clusters"
+	"github.com/kumodo/convoy/pkg/deployer"
 	"github.com/kumodo/convoy/pkg/health"
 	"github.com/kumodo/convoy/pkg/releasestatus"
 )
@@ -83,13 +81,13 @@ func (c *Controller) assess(ctx context.Context, rel *v1alpha1.Release, inv *v1a
 		out.Verdict, out.Message = health.Unknown, "cannot assess: "+err.Error()
 		return out
 	}
-	r := &reader{client: client}
+	r := deployer.NewReader(client)
 	st := &v1alpha1.ReleaseInventoryStatus{AssessedAt: &now}
 	byWave := map[int32][]string{}
 	var healths []string
 	var problems []string
 	for _, e := range inv.Spec.Entries {
-		obj, err := r.get(ctx, schema.GroupVersionKind{Group: e.Group, Version: e.Version, Kind: e.Kind}, e.Namespace, e.Name)
+		obj, err := r.Read(ctx, e)
 		res := health.Assess(obj)
 		if err != nil {
 			res = health.Result{Health: health.Unknown, Message: err.Error()}
@@ -139,7 +137,7 @@ func waveHealth(byWave map[int32][]string) []v1alpha1.WaveHealth {
 
 // assessHooks reads the hook objects of the inventory (only the phases in phases, when not nil).
 // A hook object that is gone keeps its last terminal state: delete policies remove finished hooks.
-func (c *Controller) assessHooks(ctx context.Context, r *reader, inv *v1alpha1.ReleaseInventory, phases map[string]bool) []v1alpha1.HookState {
+func (c *Controller) assessHooks(ctx context.Context, r *deployer.Reader, inv *v1alpha1.ReleaseInventory, phases map[string]bool) []v1alpha1.HookState {
 	prev := map[string]v1alpha1.HookState{}
 	for _, h := range inv.Status.Hooks {
 		prev[h.Phase+"/"+h.RenderRef+"/"+h.Name] = h
@@ -158,7 +156,7 @@ func (c *Controller) assessHooks(ctx context.Context, r *reader, inv *v1alpha1.R
 			out = append(out, v1alpha1.HookState{Phase: h.Phase, Name: h.Name, RenderRef: h.RenderRef, State: h.State, Message: truncate(h.Message, 512)})
 			continue
 		}
-		obj, err := r.get(ctx, schema.GroupVersionKind{Group: h.Group, Version: h.Version, Kind: h.Kind}, h.Namespace, h.Name)
+		obj, err := r.Read(ctx, v1alpha1.InventoryEntry{Group: h.Group, Version: h.Version, Kind: h.Kind, Namespace: h.Namespace, Name: h.Name})
 		state, msg := health.HookState(obj)
 		if err != nil {
 			state, msg = health.HookRunning, "cannot read the hook object: "+err.Error()
@@ -183,7 +181,7 @@ func (c *Controller) pollDeleteHooks(ctx context.Context, key cache.ObjectName, 
 		return nil
 	}
 	st := inv.Status.DeepCopy()
-	st.Hooks = c.assessHooks(ctx, &reader{client: client}, inv, deletePhases)
+	st.Hooks = c.assessHooks(ctx, deployer.NewReader(client), inv, deletePhases)
 	now := metav1.NewTime(c.clock.Now())
 	st.AssessedAt = &now
 	if err := c.writeInventoryStatus(ctx, inv, *st); err != nil {
@@ -251,41 +249,6 @@ func (c *Controller) writeHealth(ctx context.Context, rel *v1alpha1.Release, h v
 		h.AssessedAt = prev.AssessedAt // the same verdict: assessedAt stays when it was first reached
 	}
 	return releasestatus.Apply(ctx, c.convoy, rel, v1alpha1.ReleaseStatus{Conditions: conds, Health: &h}, HealthFieldManager)
-}
-
-// reader reads objects of any kind from one target cluster.
-type reader struct {
-	client *clusters.Client
-	reset  bool
-}
-
-// get reads an object; nil without error when it (or its kind) does not exist.
-func (r *reader) get(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) (*unstructured.Unstructured, error) {
-	m, err := r.client.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil && meta.IsNoMatchError(err) && !r.reset {
-		r.client.Mapper.Reset()
-		r.reset = true
-		m, err = r.client.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	if meta.IsNoMatchError(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("mapping %s: %w", gvk, err)
-	}
-	var obj *unstructured.Unstructured
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		obj, err = r.client.Dynamic.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	} else {
-		obj, err = r.client.Dynamic.Resource(m.Resource).Get(ctx, name, metav1.GetOptions{})
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get %s %s: %w", gvk.Kind, entryName(namespace, name), err)
-	}
-	return obj, nil
 }
 
 func entryName(namespace, name string) string {
