@@ -258,6 +258,9 @@ func (b *bench) scenarioB(ctx context.Context) (*table, error) {
 			return nil, err
 		}
 		t.rows = append(t.rows, row{run: fmt.Sprintf("helm upgrade --install (%d parallel)", p.helm.parallel), releases: n, objects: objects, usage: h})
+		if p.helm.failed > 0 {
+			t.note("%d helm releases failed (see the log).", p.helm.failed)
+		}
 	}
 	t.note("convoy applied %s in %s reconciles; %s. The Releases' Helm source is a repository on 127.0.0.1 serving the packaged chart, helm installs the same archive from disk.",
 		describeApplied(before, after), describeReconciles(before, after), describeThrottle(convoy))
@@ -440,6 +443,9 @@ func (b *bench) scenarioD(ctx context.Context) (*table, error) {
 			return nil, err
 		}
 		t.rows = append(t.rows, row{run: fmt.Sprintf("helm upgrade --install (%d parallel)", p.helm.parallel), releases: n, objects: objects, usage: h})
+		if p.helm.failed > 0 {
+			t.note("%d helm upgrades failed (see the log).", p.helm.failed)
+		}
 	}
 	t.note("convoy applied %s in %s reconciles; %s.", describeApplied(before, after), describeReconciles(before, after), describeThrottle(u))
 	ratio := u.seconds / p.seconds

@@ -76,6 +76,9 @@ type Controller struct {
 
 	// queue serves keys round-robin across Clusters, so a slow cluster cannot starve the others.
 	queue *fairqueue.Queue[cache.ObjectName]
+
+	// gcMarks holds, per Release UID, what its last render GC ran with (see gcDue).
+	gcMarks sync.Map
 }
 
 // NewController builds the release controller on the given informers. Informers must be started by

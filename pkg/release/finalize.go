@@ -130,6 +130,7 @@ func (c *Controller) finalize(ctx context.Context, rel *v1alpha1.Release) error 
 	if _, err := c.convoy.CoreV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("removing finalizer: %w", err)
 	}
+	c.gcMarks.Delete(rel.UID)
 	logger.Info("Finalized release", "keepWorkloads", keep)
 	return nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -107,11 +110,12 @@ func (c *Controller) recordHistory(ctx context.Context, st *reconcileState) {
 // runGC removes history entries beyond the resolved retention and the renders no kept entry refers
 // to, never the renders of lastSuccessful, lastAttempted, the pin or lastHealthy. Errors are logged.
 func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
-	if st.alreadyApplied() {
-		return // nothing new to trim: GC runs when a new render was applied
+	protected := protectedRenders(st)
+	if !c.gcDue(st, protected) {
+		return
 	}
 	keep := map[string]bool{}
-	for _, ref := range protectedRenders(st) {
+	for _, ref := range protected {
 		keep[ref] = true
 	}
 	store := c.config.Store
@@ -132,7 +136,7 @@ func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
 		logger.Error(err, "Render GC: listing the stored renders")
 		return
 	}
-	plan := renderstore.PlanGC(history, stored, retention(c.resolvedRetentionStatus(st.rel)), protectedRenders(st), st.now.Time)
+	plan := renderstore.PlanGC(history, stored, retention(c.resolvedRetentionStatus(st.rel)), protected, st.now.Time)
 	// The history is trimmed first, so it never names a render that is already gone.
 	if plan.TrimHistory {
 		if err := store.ReplaceHistory(ctx, name, plan.History); err != nil {
@@ -153,6 +157,33 @@ func (c *Controller) runGC(ctx context.Context, st *reconcileState) {
 		logger.V(2).Info("Render GC", "historyKept", len(plan.History), "historyRemoved", len(history)-len(plan.History),
 			"rendersDeleted", len(plan.DeleteRenders))
 	}
+}
+
+// gcRecheck is how often a steady-state Release runs the GC again with nothing changed, so
+// retention.maxAge trims entries that aged out while no new render came.
+const gcRecheck = time.Hour
+
+// gcMark is what the last GC of a Release ran with.
+type gcMark struct {
+	key string
+	at  time.Time
+}
+
+// gcDue reports whether runGC has work to do: after a new render, and in steady state only when what
+// GC depends on changed since its last run in this process (a render left the protected set, say
+// lastHealthy moved on, or the retention changed) or gcRecheck passed. A steady-state reconcile
+// otherwise neither reads nor writes the store.
+func (c *Controller) gcDue(st *reconcileState, protected []string) bool {
+	refs := slices.Compact(slices.Sorted(slices.Values(protected)))
+	key := strings.Join(refs, ",") + "|" + fmt.Sprint(retention(c.resolvedRetentionStatus(st.rel)))
+	if prev, ok := c.gcMarks.Load(st.rel.UID); ok && st.alreadyApplied() {
+		m := prev.(gcMark)
+		if m.key == key && st.now.Time.Sub(m.at) < gcRecheck {
+			return false
+		}
+	}
+	c.gcMarks.Store(st.rel.UID, gcMark{key: key, at: st.now.Time})
+	return true
 }
 
 // alreadyApplied reports whether the render is the one lastSuccessful names: it is stored and in

@@ -239,6 +239,25 @@ func TestRunGC(t *testing.T) {
 			t.Fatalf("render %s survived GC", r)
 		}
 	}
+
+	// Steady state on r5: once lastHealthy moves on and the pin goes, the next reconcile of the same
+	// render collects what they protected; a further one with nothing changed skips the GC.
+	rel.Spec.Pin = nil
+	rel.Status.LastHealthy = &v1alpha1.HealthyRecord{RenderRef: refs[5]}
+	rel.Status.LastSuccessful = &v1alpha1.RenderRecord{RenderRef: refs[5]}
+	rel.Status.LastAttempted = &v1alpha1.AttemptRecord{RenderRef: refs[5]}
+	steady := &reconcileState{rel: rel, renderRef: refs[5], now: metav1.NewTime(now.Add(2 * time.Hour))}
+	c.runGC(ctx, steady)
+	if stored, err := s.ListRenders(ctx, name); err != nil || len(stored) != 2 {
+		t.Fatalf("stored renders after lastHealthy moved on = %v, %v; want r4 and r5", stored, err)
+	}
+	if c.gcDue(steady, protectedRenders(steady)) {
+		t.Fatal("steady state with nothing changed runs the GC again")
+	}
+	steady.now = metav1.NewTime(steady.now.Add(gcRecheck))
+	if !c.gcDue(steady, protectedRenders(steady)) {
+		t.Fatal("steady state skips the GC after gcRecheck")
+	}
 	// A store that is down is only logged.
 	storeController(t, brokenStore(t), 2).runGC(ctx, &reconcileState{rel: rel, renderRef: refs[5]})
 }
