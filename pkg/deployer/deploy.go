@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
@@ -54,6 +55,7 @@ type target struct {
 	namespaced bool
 	served     bool                      // false: the kind is not served yet (dry run only)
 	resource   dynamic.ResourceInterface // nil when not served
+	gvr        schema.GroupVersionResource // zero when not served
 }
 
 // resolve maps obj, places it in its namespace, checks the policy and prepares it. With wait, a kind
@@ -88,6 +90,7 @@ func resolve(ctx context.Context, r *resolver, obj *unstructured.Unstructured, o
 	}
 	t.obj = Prepare(obj, opts.Owner, ns)
 	if t.served {
+		t.gvr = m.Resource
 		if t.namespaced {
 			t.resource = r.c.Dynamic.Resource(m.Resource).Namespace(ns)
 		} else {
@@ -128,11 +131,16 @@ func (t target) apply(ctx context.Context, dryRun bool) (*unstructured.Unstructu
 // conflicts, adding the managed-by label and the owner annotation. Per object: map it (resetting
 // the mapper on a no-match and waiting for a just-applied CRD), check the policy, read the live
 // object (missing: create), check ownership (another Release's: *ConflictError), then dry-run the
-// apply and skip the write when the result equals the live object.
+// apply and skip the write when the result equals the live object. An object judged takes the
+// judgment instead of the read and the dry run (see Judged).
 //
-// It returns the changes of the objects handled before the first error, and that error: a
-// *RejectedError, a *ConflictError, or a transient error naming the object.
-func Deploy(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstructured, opts Options) ([]Change, error) {
+// Consecutive objects of the same kind are sent in parallel; kinds go one after the other, so a
+// Namespace or a CRD exists before the objects that need it.
+//
+// It returns the changes of the objects handled, and the first error in the order of objs: a
+// *RejectedError, a *ConflictError, or a transient error naming the object. Objects after a
+// failed kind are not sent.
+func Deploy(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstructured, opts Options, judged *Judged) ([]Change, error) {
 	if opts.Owner == "" {
 		return nil, errors.New("deploy: Options.Owner is empty")
 	}
@@ -140,49 +148,82 @@ func Deploy(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 	r := &resolver{c: c}
 	crds := indexCRDs(objs)
 	changes := make([]Change, 0, len(objs))
-	for _, obj := range objs {
-		change, err := deployOne(ctx, r, obj, opts, crds)
+	for start := 0; start < len(objs); {
+		gk := objs[start].GroupVersionKind().GroupKind()
+		end := start + 1
+		for end < len(objs) && objs[end].GroupVersionKind().GroupKind() == gk {
+			end++
+		}
+		batch := objs[start:end]
+		start = end
+		// Resolving may reset the shared mapper or wait for a CRD: one object at a time.
+		targets := make([]target, len(batch))
+		for i, obj := range batch {
+			t, err := resolve(ctx, r, obj, opts, crds, true)
+			if err != nil {
+				return changes, err
+			}
+			targets[i] = t
+		}
+		done := make([]*Change, len(batch))
+		err := forEach(ctx, len(batch), func(ctx context.Context, i int) error {
+			change, err := deployOne(ctx, targets[i], batch[i], opts, judged)
+			if err != nil {
+				return err
+			}
+			logger.V(4).Info("Deployed object", "object", EntryRef(change.Entry), "action", change.Action)
+			done[i] = &change
+			return nil
+		})
+		modified := false
+		for _, ch := range done {
+			if ch != nil {
+				changes = append(changes, *ch)
+				modified = modified || ch.Action != ActionUnchanged
+			}
+		}
 		if err != nil {
 			return changes, err
 		}
-		logger.V(4).Info("Deployed object", "object", EntryRef(change.Entry), "action", change.Action)
-		changes = append(changes, change)
-		if obj.GroupVersionKind().GroupKind() == crdGroupKind && change.Action != ActionUnchanged {
+		if gk == crdGroupKind && modified {
 			r.kindsMayHaveChanged()
 		}
 	}
 	return changes, nil
 }
 
-// deployOne applies one object; see Deploy.
-func deployOne(ctx context.Context, r *resolver, obj *unstructured.Unstructured, opts Options, crds crdIndex) (Change, error) {
-	t, err := resolve(ctx, r, obj, opts, crds, true)
-	if err != nil {
-		return Change{}, err
-	}
+// deployOne applies one resolved object; see Deploy.
+func deployOne(ctx context.Context, t target, obj *unstructured.Unstructured, opts Options, judged *Judged) (Change, error) {
 	gvk := obj.GroupVersionKind()
 	change := Change{Entry: v1alpha1.InventoryEntry{
 		Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind,
 		Namespace: t.obj.GetNamespace(), Name: t.obj.GetName(), Wave: waveOf(obj),
 	}}
-	live, err := t.live(ctx)
-	if err != nil {
-		return Change{}, err
-	}
-	if err := checkOwner(t.ref, live, opts.Owner); err != nil {
-		return Change{}, err
+	jd, ok := judged.get(t.obj)
+	if !ok {
+		live, err := t.live(ctx)
+		if err != nil {
+			return Change{}, err
+		}
+		if err := checkOwner(t.ref, live, opts.Owner); err != nil {
+			return Change{}, err
+		}
+		jd.live = live
 	}
 	change.Action = ActionCreated
-	if live != nil {
+	if live := jd.live; live != nil {
 		if live.GetDeletionTimestamp() != nil {
 			// Applying would only patch an object on its way out; wait until it is gone.
 			return Change{}, fmt.Errorf("apply %s: the live object is being deleted", t.ref)
 		}
-		dry, err := t.apply(ctx, true)
-		if err != nil {
-			return Change{}, err
+		if !ok {
+			dry, err := t.apply(ctx, true)
+			if err != nil {
+				return Change{}, err
+			}
+			jd.dry = dry
 		}
-		if SameContent(live, dry) {
+		if SameContent(live, jd.dry) {
 			change.Action = ActionUnchanged
 			return change, nil
 		}

@@ -40,7 +40,7 @@ func TestDeployCreateUnchangedConfigured(t *testing.T) {
 	withAnnotations(web, v1alpha1.SyncWaveAnnotation, "2")
 	objs := []*unstructured.Unstructured{configMap("", "cfg", "a"), web}
 
-	changes, err := Deploy(ctx, fc.client, objs, shopOpts)
+	changes, err := Deploy(ctx, fc.client, objs, shopOpts, nil)
 	if err != nil {
 		t.Fatalf("Deploy: %v", err)
 	}
@@ -61,7 +61,7 @@ func TestDeployCreateUnchangedConfigured(t *testing.T) {
 
 	// The same objects again: dry runs only, no write.
 	fc.dyn.ClearActions()
-	changes, err = Deploy(ctx, fc.client, objs, shopOpts)
+	changes, err = Deploy(ctx, fc.client, objs, shopOpts, nil)
 	if err != nil {
 		t.Fatalf("second Deploy: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestDeployCreateUnchangedConfigured(t *testing.T) {
 
 	// A changed ConfigMap is configured.
 	fc.dyn.ClearActions()
-	changes, err = Deploy(ctx, fc.client, []*unstructured.Unstructured{configMap("shop", "cfg", "b")}, shopOpts)
+	changes, err = Deploy(ctx, fc.client, []*unstructured.Unstructured{configMap("shop", "cfg", "b")}, shopOpts, nil)
 	if err != nil || len(changes) != 1 || changes[0].Action != ActionConfigured {
 		t.Fatalf("Deploy of a change = %v, %v", actions(changes), err)
 	}
@@ -92,7 +92,7 @@ func TestDeployOwnership(t *testing.T) {
 	adoptable := configMap("shop", "legacy", "x")
 	fc := newFakeCluster(t, foreign, adoptable)
 
-	changes, err := Deploy(ctx, fc.client, []*unstructured.Unstructured{configMap("shop", "legacy", "x"), configMap("shop", "theirs", "y")}, shopOpts)
+	changes, err := Deploy(ctx, fc.client, []*unstructured.Unstructured{configMap("shop", "legacy", "x"), configMap("shop", "theirs", "y")}, shopOpts, nil)
 	var conflict *ConflictError
 	if !errors.As(err, &conflict) || conflict.Owner != "team-b/other" || conflict.Object != "ConfigMap shop/theirs" {
 		t.Fatalf("Deploy error = %v, want a ConflictError about shop/theirs", err)
@@ -120,8 +120,12 @@ func TestDeployErrors(t *testing.T) {
 		transient string // substring of a plain error
 		wantDone  int
 	}{
+		// Objects of one kind are checked before any of them is sent: nothing of the batch is applied.
 		{name: "namespace policy", objs: []*unstructured.Unstructured{configMap("shop", "ok", "1"), configMap("kube-system", "x", "1")},
-			opts: shopOpts, rejected: "namespace kube-system is neither the target namespace", wantDone: 1},
+			opts: shopOpts, rejected: "namespace kube-system is neither the target namespace", wantDone: 0},
+		{name: "server rejects one of a batch", objs: []*unstructured.Unstructured{configMap("shop", "ok", "1"), configMap("shop", "bad", "1"),
+			obj("v1", "Secret", "shop", "later", nil)}, opts: shopOpts,
+			setup: func(fc *fakeCluster) { fc.failOn("patch", "configmaps", "bad", invalid) }, rejected: "too big", wantDone: 1},
 		{name: "cluster-scoped policy", objs: []*unstructured.Unstructured{obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r", nil)},
 			opts: shopOpts, rejected: "cluster-scoped ClusterRole/r needs Cluster spec.allowClusterScoped"},
 		{name: "server rejects", objs: []*unstructured.Unstructured{configMap("shop", "bad", "1")}, opts: shopOpts,
@@ -143,7 +147,7 @@ func TestDeployErrors(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(fc)
 			}
-			changes, err := Deploy(context.Background(), fc.client, tt.objs, tt.opts)
+			changes, err := Deploy(context.Background(), fc.client, tt.objs, tt.opts, nil)
 			var rej *RejectedError
 			switch {
 			case tt.rejected != "":
@@ -189,7 +193,7 @@ func TestDeployWaitsForNewCRD(t *testing.T) {
 		obj("example.com/v1", "Widget", "", "w", map[string]any{"spec": map[string]any{"size": int64(1)}}),
 	}
 	opts := Options{Owner: owner, TargetNamespace: "shop", AllowClusterScoped: true}
-	changes, err := Deploy(context.Background(), fc.client, objs, opts)
+	changes, err := Deploy(context.Background(), fc.client, objs, opts, nil)
 	if err != nil {
 		t.Fatalf("Deploy: %v", err)
 	}
@@ -208,9 +212,36 @@ func TestDeployRejectsUnservedCRDVersion(t *testing.T) {
 	crd := widgetCRD("Namespaced")
 	_ = unstructured.SetNestedSlice(crd.Object, []any{map[string]any{"type": "Established", "status": "True"}}, "status", "conditions")
 	fc := newFakeCluster(t, crd)
-	_, err := Deploy(context.Background(), fc.client, []*unstructured.Unstructured{obj("example.com/v0", "Widget", "shop", "w", nil)}, shopOpts)
+	_, err := Deploy(context.Background(), fc.client, []*unstructured.Unstructured{obj("example.com/v0", "Widget", "shop", "w", nil)}, shopOpts, nil)
 	var rej *RejectedError
 	if !errors.As(err, &rej) || !strings.Contains(rej.Message, "version v0 of Widget is not served by CustomResourceDefinition widgets.example.com") {
 		t.Fatalf("Deploy = %v, want a RejectedError about the unserved version", err)
+	}
+}
+
+// TestDeployTakesTheDryRunsJudgment: after a dry run of the same objects, Deploy sends only the
+// writes the judgment calls for: a create, an apply of a changed object, nothing for an unchanged one.
+func TestDeployTakesTheDryRunsJudgment(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeCluster(t)
+	if _, err := Deploy(ctx, fc.client, []*unstructured.Unstructured{configMap("shop", "same", "a"), configMap("shop", "changed", "a")}, shopOpts, nil); err != nil {
+		t.Fatal(err)
+	}
+	objs := []*unstructured.Unstructured{configMap("shop", "same", "a"), configMap("shop", "changed", "b"), configMap("shop", "new", "a")}
+	judged, err := DryRun(ctx, fc.client, objs, shopOpts)
+	if err != nil || judged.Len() != 3 {
+		t.Fatalf("DryRun judged %d objects, %v; want 3", judged.Len(), err)
+	}
+	fc.dyn.ClearActions()
+	changes, err := Deploy(ctx, fc.client, objs, shopOpts, judged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"unchanged ConfigMap shop/same", "configured ConfigMap shop/changed", "created ConfigMap shop/new"}
+	if got := actions(changes); !reflect.DeepEqual(got, want) {
+		t.Fatalf("changes = %v, want %v", got, want)
+	}
+	if n, w := len(fc.dyn.Actions()), fc.writes(); n != 2 || len(w) != 2 {
+		t.Errorf("Deploy sent %d requests (writes %v); want exactly the 2 writes", n, w)
 	}
 }

@@ -18,24 +18,26 @@ import (
 var namespaceResource = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // DryRun sends every object as a server-side apply with dryRun=All (field manager convoy, force)
-// after the policy and ownership checks, and returns the first *RejectedError or *ConflictError,
-// or a plain (transient) error for network, 5xx or timeouts. Objects that cannot be judged before
-// their wave are skipped: those whose namespace a Namespace object of objs creates and that does
-// not exist yet, and those whose kind is not served yet but whose CRD is in objs (the policy check
-// still applies to them).
-func DryRun(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstructured, opts Options) error {
+// after the policy and ownership checks, and returns the first *RejectedError or *ConflictError in
+// the order of objs, or a plain (transient) error for network, 5xx or timeouts. Objects that cannot
+// be judged before their wave are skipped: those whose namespace a Namespace object of objs creates
+// and that does not exist yet, and those whose kind is not served yet but whose CRD is in objs (the
+// policy check still applies to them). Objects are sent in parallel. On success it returns what it
+// found, for Deploy.
+func DryRun(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstructured, opts Options) (*Judged, error) {
 	if opts.Owner == "" {
-		return errors.New("dry run: Options.Owner is empty")
+		return nil, errors.New("dry run: Options.Owner is empty")
 	}
 	logger := klog.FromContext(ctx)
 	r := &resolver{c: c}
 	crds := indexCRDs(objs)
 	creating := creatingNamespaces(objs)
 	missing := map[string]bool{} // namespaces of creating found not to exist yet
+	var judge []target
 	for _, obj := range objs {
 		t, err := resolve(ctx, r, obj, opts, crds, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !t.served {
 			logger.V(4).Info("Dry run skips object of a kind its render defines", "object", t.ref)
@@ -45,7 +47,7 @@ func DryRun(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 			if _, known := missing[ns]; !known {
 				exists, err := namespaceExists(ctx, c, ns)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				missing[ns] = !exists
 			}
@@ -54,18 +56,97 @@ func DryRun(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 				continue
 			}
 		}
-		live, err := t.live(ctx)
-		if err != nil {
-			return err
+		judge = append(judge, t)
+	}
+	lives, err := listLive(ctx, judge)
+	if err != nil {
+		return nil, err
+	}
+	judged := &Judged{}
+	err = forEach(ctx, len(judge), func(ctx context.Context, i int) error {
+		t := judge[i]
+		live, listed := lives[i]
+		if !listed {
+			var err error
+			if live, err = t.live(ctx); err != nil {
+				return err
+			}
 		}
 		if err := checkOwner(t.ref, live, opts.Owner); err != nil {
 			return err
 		}
-		if _, err := t.apply(ctx, true); err != nil {
+		dry, err := t.apply(ctx, true)
+		if err != nil {
 			return err
 		}
+		judged.put(t.obj, judgment{live: live, dry: dry})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	return judged, nil
+}
+
+// listThreshold is how many objects of one resource in one namespace a dry run reads with a single
+// list instead of one get each.
+const listThreshold = 16
+
+// listPage is the page size of those lists.
+const listPage = 500
+
+// listLive reads the live objects of targets that share a resource and namespace with at least
+// listThreshold others with one paginated list per group. It returns them by index into targets;
+// a missing object is there as nil, an index not listed is absent (read it with a get).
+func listLive(ctx context.Context, targets []target) (map[int]*unstructured.Unstructured, error) {
+	type group struct {
+		t     target
+		names map[string]int // name -> index into targets
+	}
+	groups := map[string]*group{}
+	for i, t := range targets {
+		key := t.gvr.String() + " " + t.obj.GetNamespace()
+		g := groups[key]
+		if g == nil {
+			g = &group{t: t, names: map[string]int{}}
+			groups[key] = g
+		}
+		g.names[t.obj.GetName()] = i
+	}
+	lives := map[int]*unstructured.Unstructured{}
+	for _, g := range groups {
+		if len(g.names) < listThreshold {
+			continue
+		}
+		found := map[int]*unstructured.Unstructured{}
+		opts := metav1.ListOptions{Limit: listPage}
+		for {
+			list, err := g.t.resource.List(ctx, opts)
+			if err != nil {
+				// A list may be forbidden where gets are allowed: fall back to gets.
+				if apierrors.IsForbidden(err) {
+					found = nil
+					break
+				}
+				return nil, classify("list", g.t.gvr.Resource+" in "+g.t.obj.GetNamespace(), err)
+			}
+			for k := range list.Items {
+				if i, ok := g.names[list.Items[k].GetName()]; ok {
+					found[i] = &list.Items[k]
+				}
+			}
+			if opts.Continue = list.GetContinue(); opts.Continue == "" {
+				break
+			}
+		}
+		if found == nil {
+			continue
+		}
+		for _, i := range g.names {
+			lives[i] = found[i] // nil: not there
+		}
+	}
+	return lives, nil
 }
 
 // namespaceExists reports whether a namespace exists. A namespace convoy may not read counts as

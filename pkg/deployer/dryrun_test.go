@@ -3,6 +3,7 @@ package deployer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestDryRunSkipsWhatCannotBeJudgedYet(t *testing.T) {
 		obj("example.com/v1", "Widget", "shop", "w", nil), // its kind is defined by the render
 	}
 	opts := Options{Owner: owner, TargetNamespace: "shop", AllowClusterScoped: true, AllowedNamespaces: []string{"extra"}}
-	if err := DryRun(context.Background(), fc.client, objs, opts); err != nil {
+	if _, err := DryRun(context.Background(), fc.client, objs, opts); err != nil {
 		t.Fatalf("DryRun: %v", err)
 	}
 	want := []string{"/extra", "/widgets.example.com", "shop/cfg"}
@@ -44,7 +45,7 @@ func TestDryRunJudgesObjectsInExistingNamespaces(t *testing.T) {
 	fc := newFakeCluster(t)
 	objs := []*unstructured.Unstructured{obj("v1", "Namespace", "", "shop", nil), configMap("shop", "cfg", "1")}
 	opts := Options{Owner: owner, TargetNamespace: "shop", AllowClusterScoped: true}
-	if err := DryRun(context.Background(), fc.client, objs, opts); err != nil {
+	if _, err := DryRun(context.Background(), fc.client, objs, opts); err != nil {
 		t.Fatalf("DryRun: %v", err)
 	}
 	if got := fc.dryRuns(); !reflect.DeepEqual(got, []string{"/shop", "shop/cfg"}) {
@@ -91,7 +92,7 @@ func TestDryRunErrors(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(fc)
 			}
-			err := DryRun(context.Background(), fc.client, tt.objs, tt.opts)
+			_, err := DryRun(context.Background(), fc.client, tt.objs, tt.opts)
 			var rej *RejectedError
 			var conflict *ConflictError
 			switch {
@@ -109,5 +110,45 @@ func TestDryRunErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDryRunListsManyObjectsOfOneKind: listThreshold objects of one resource in one namespace are
+// read with one list, not a get each, and the judgment still tells existing from missing ones.
+func TestDryRunListsManyObjectsOfOneKind(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeCluster(t)
+	var objs []*unstructured.Unstructured
+	for i := range listThreshold {
+		objs = append(objs, configMap("shop", fmt.Sprintf("cm-%02d", i), "1"))
+	}
+	if _, err := Deploy(ctx, fc.client, objs[:listThreshold/2], shopOpts, nil); err != nil {
+		t.Fatal(err)
+	}
+	fc.dyn.ClearActions()
+	judged, err := DryRun(ctx, fc.client, objs, shopOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verbs := map[string]int{}
+	for _, a := range fc.dyn.Actions() {
+		verbs[a.GetVerb()]++
+	}
+	if want := map[string]int{"list": 1, "patch": listThreshold}; !reflect.DeepEqual(verbs, want) {
+		t.Errorf("requests by verb = %v, want %v", verbs, want)
+	}
+	fc.dyn.ClearActions()
+	changes, err := Deploy(ctx, fc.client, objs, shopOpts, judged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := 0
+	for _, ch := range changes {
+		if ch.Action == ActionCreated {
+			created++
+		}
+	}
+	if created != listThreshold/2 || len(fc.writes()) != listThreshold/2 {
+		t.Errorf("created %d, writes %v; want the %d missing objects only", created, fc.writes(), listThreshold/2)
 	}
 }

@@ -63,7 +63,7 @@ func newFakeCluster(t *testing.T, objs ...runtime.Object) *fakeCluster {
 	}}}
 	seed := append([]runtime.Object{obj("v1", "Namespace", "", "shop", nil)}, objs...)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{crdResource: "CustomResourceDefinitionList"}, seed...)
+		map[schema.GroupVersionResource]string{crdResource: "CustomResourceDefinitionList", configMapsGVR: "ConfigMapList"}, seed...)
 	cached := memory.NewMemCacheClient(disco)
 	fc := &fakeCluster{
 		client: &clusters.Client{Dynamic: dyn, Discovery: cached, Mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)},
@@ -170,6 +170,7 @@ func (fc *fakeCluster) dryRuns() []string {
 			out = append(out, act.Namespace+"/"+act.Name)
 		}
 	}
+	slices.Sort(out) // dry runs are sent in parallel
 	return out
 }
 

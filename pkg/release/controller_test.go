@@ -140,12 +140,13 @@ func TestSyncHandlerAddsFinalizerAndReportsMissingCluster(t *testing.T) {
 	if err := f.c.syncHandler(context.Background(), cache.ObjectName{Namespace: "team-a", Name: "shop"}); err != nil {
 		t.Fatalf("syncHandler: %v", err)
 	}
-	if got, want := f.actions(), []string{"update releases", "patch releases/status"}; !slices.Equal(got, want) {
+	if got, want := f.actions(), []string{"patch releases", "patch releases/status"}; !slices.Equal(got, want) {
 		t.Fatalf("actions = %v, want %v", got, want)
 	}
-	updated := f.convoy.Actions()[0].(clienttesting.UpdateAction).GetObject().(*v1alpha1.Release)
-	if !slices.Contains(updated.Finalizers, v1alpha1.PruneWorkloadsFinalizer) {
-		t.Errorf("finalizers = %v, want %s", updated.Finalizers, v1alpha1.PruneWorkloadsFinalizer)
+	// A merge patch of the finalizers alone, guarded by the resourceVersion: the spec is not sent.
+	patch := string(f.convoy.Actions()[0].(clienttesting.PatchAction).GetPatch())
+	if want := `{"metadata":{"finalizers":["` + v1alpha1.PruneWorkloadsFinalizer + `"],"resourceVersion":"1"}}`; patch != want {
+		t.Errorf("finalizer patch = %s, want %s", patch, want)
 	}
 	st := f.status[0]
 	cond := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionApplied)

@@ -2,6 +2,7 @@ package release
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
@@ -21,15 +23,23 @@ import (
 	"github.com/kumodo/convoy/pkg/metrics"
 )
 
-// ensureFinalizer adds the prune-workloads finalizer with an Update when it is missing and returns
-// the Release as the API server has it.
+// ensureFinalizer adds the prune-workloads finalizer when it is missing and returns the Release as
+// the API server has it. It sends a merge patch of the finalizers alone, guarded by the
+// resourceVersion: an Update would send the whole spec back re-encoded (a "5m" interval as "5m0s"),
+// which bumps the generation and costs a second reconcile.
 func (c *Controller) ensureFinalizer(ctx context.Context, rel *v1alpha1.Release) (*v1alpha1.Release, error) {
 	if slices.Contains(rel.Finalizers, v1alpha1.PruneWorkloadsFinalizer) {
 		return rel, nil
 	}
-	rel = rel.DeepCopy()
-	rel.Finalizers = append(rel.Finalizers, v1alpha1.PruneWorkloadsFinalizer)
-	updated, err := c.convoy.CoreV1alpha1().Releases(rel.Namespace).Update(ctx, rel, metav1.UpdateOptions{FieldManager: FieldManager})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers":      append(slices.Clone(rel.Finalizers), v1alpha1.PruneWorkloadsFinalizer),
+		"resourceVersion": rel.ResourceVersion,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("adding finalizer: %w", err)
+	}
+	updated, err := c.convoy.CoreV1alpha1().Releases(rel.Namespace).Patch(ctx, rel.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("adding finalizer: %w", err)
 	}

@@ -160,7 +160,7 @@ func (c *Controller) createHooks(ctx context.Context, run *hookRun, phase string
 	if err := c.putHooks(ctx, run, next); err != nil {
 		return err
 	}
-	if _, err := deployer.Deploy(ctx, run.client, objs, run.opts); err != nil {
+	if _, err := deployer.Deploy(ctx, run.client, objs, run.opts, nil); err != nil {
 		return fmt.Errorf("creating %s hooks: %w", phase, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Created hooks", "phase", phase, "count", len(objs))
@@ -197,7 +197,7 @@ func (c *Controller) followHooks(ctx context.Context, run *hookRun, reader *depl
 		out[i] = e
 	}
 	if len(recreate) > 0 {
-		if _, err := deployer.Deploy(ctx, run.client, recreate, run.opts); err != nil {
+		if _, err := deployer.Deploy(ctx, run.client, recreate, run.opts, nil); err != nil {
 			return nil, fmt.Errorf("creating hooks again: %w", err)
 		}
 	}
@@ -315,17 +315,20 @@ func (c *Controller) newHookRun(st *reconcileState) *hookRun {
 // cache: the entries were just written) and folds those of the render into status.lifecycle, one
 // entry per phase, and the LifecycleSucceeded condition. A render without hooks has neither. The
 // state of a hook is the one the release controller recorded, else the health loop's, else Running.
-func (c *Controller) applyLifecycleRollup(ctx context.Context, rel *v1alpha1.Release, renderRef string, st *v1alpha1.ReleaseStatus, now metav1.Time) error {
-	if renderRef == "" {
+func (c *Controller) applyLifecycleRollup(ctx context.Context, rel *v1alpha1.Release, out reconcileOutcome, st *v1alpha1.ReleaseStatus, now metav1.Time) error {
+	if out.renderRef == "" {
 		return nil // nothing was rendered: the previous lifecycle stays
 	}
-	inv, err := c.convoy.CoreV1alpha1().ReleaseInventories(rel.Namespace).Get(ctx, rel.Name, getOptions)
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("reading inventory for the lifecycle: %w", err)
-	}
 	var lifecycle []v1alpha1.LifecycleStatus
-	if err == nil {
-		lifecycle = lifecycleOf(inv, renderRef)
+	if out.hooks {
+		// A render without hooks has no entries to read.
+		inv, err := c.convoy.CoreV1alpha1().ReleaseInventories(rel.Namespace).Get(ctx, rel.Name, getOptions)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading inventory for the lifecycle: %w", err)
+		}
+		if err == nil {
+			lifecycle = lifecycleOf(inv, out.renderRef)
+		}
 	}
 	st.Lifecycle = lifecycle
 	if len(lifecycle) == 0 {
@@ -346,7 +349,7 @@ func (c *Controller) applyLifecycleRollup(ctx context.Context, rel *v1alpha1.Rel
 		}
 		msgs = append(msgs, l.Phase+": "+l.State)
 	}
-	cond.Message = "render " + shortRef(renderRef) + " hooks: " + strings.Join(msgs, ", ")
+	cond.Message = "render " + shortRef(out.renderRef) + " hooks: " + strings.Join(msgs, ", ")
 	meta.SetStatusCondition(&st.Conditions, cond)
 	return nil
 }

@@ -39,6 +39,9 @@ type reconcileOutcome struct {
 	rollout *v1alpha1.RolloutStatus
 	// syncing is true when the attempt got past the gates into stageSync.
 	syncing bool
+	// hooks is true when the render has hook objects: only then can the inventory hold lifecycle
+	// entries for it.
+	hooks bool
 	// pollSoon asks for the next reconcile within pollInterval: the attempt waits for something that
 	// sends no event (a hook, a wave's health, a lower cluster wave's timeout).
 	pollSoon bool
@@ -72,6 +75,8 @@ type reconcileState struct {
 	// inv is what the ReleaseInventory spec holds, once loaded (loadInventory) and as written since.
 	inv       v1alpha1.ReleaseInventorySpec
 	invLoaded bool
+	// judged is what dryRunGate found, so the deploy of the same objects skips a read and a dry run.
+	judged *deployer.Judged
 }
 
 // setRender sets the render to apply, split into applied objects and hooks.
@@ -171,5 +176,5 @@ func (c *Controller) reconcile(ctx context.Context, rel *v1alpha1.Release) (reco
 // outcome builds an outcome of the current attempt.
 func (st *reconcileState) outcome(reason, message string, failure bool) reconcileOutcome {
 	return reconcileOutcome{reason: reason, message: message, failure: failure,
-		renderRef: st.renderRef, revision: st.revision, pin: st.pin}
+		renderRef: st.renderRef, revision: st.revision, pin: st.pin, hooks: len(st.hooks) > 0}
 }

@@ -65,7 +65,7 @@ func (c *Controller) assembleStatus(ctx context.Context, rel *v1alpha1.Release, 
 	}
 	rolloutCondition(&st, rel.Generation, now)
 	// 10. Lifecycle.
-	if err := c.applyLifecycleRollup(ctx, rel, out.renderRef, &st, now); err != nil {
+	if err := c.applyLifecycleRollup(ctx, rel, out, &st, now); err != nil {
 		return st, err
 	}
 	return st, nil

@@ -162,7 +162,11 @@ func (c *Controller) applyWaves(ctx context.Context, st *reconcileState, grouped
 		if err := c.putInventory(ctx, st, prev.RenderRef, inventory.Union(prev.Entries, planned)); err != nil {
 			return stop(-1, "", err)
 		}
-		changes, deployErr := deployer.Deploy(ctx, st.client, w.Objects, st.opts)
+		var judged *deployer.Judged
+		if renderRef == st.renderRef {
+			judged = st.judged // the dry run judged these objects; a rollback's were not
+		}
+		changes, deployErr := deployer.Deploy(ctx, st.client, w.Objects, st.opts, judged)
 		for _, ch := range changes {
 			applied = append(applied, ch.Entry)
 			counts[ch.Action]++
@@ -232,8 +236,9 @@ func (c *Controller) dryRunGate(ctx context.Context, st *reconcileState, run *ho
 			}
 		}
 	}
-	err := deployer.DryRun(ctx, st.client, objs, st.opts)
+	judged, err := deployer.DryRun(ctx, st.client, objs, st.opts)
 	if err == nil {
+		st.judged = judged
 		return nil, nil
 	}
 	out, err := c.applyErrorOutcome(st, err)
