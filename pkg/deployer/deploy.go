@@ -15,6 +15,7 @@ import (
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/pkg/clusters"
+	"github.com/kumodo/convoy/pkg/waves"
 )
 
 // FieldManager is the server-side apply field manager of applied objects.
@@ -53,8 +54,8 @@ type target struct {
 	ref        string
 	obj        *unstructured.Unstructured // prepared: labels, owner annotation, namespace
 	namespaced bool
-	served     bool                      // false: the kind is not served yet (dry run only)
-	resource   dynamic.ResourceInterface // nil when not served
+	served     bool                        // false: the kind is not served yet (dry run only)
+	resource   dynamic.ResourceInterface   // nil when not served
 	gvr        schema.GroupVersionResource // zero when not served
 }
 
@@ -134,8 +135,9 @@ func (t target) apply(ctx context.Context, dryRun bool) (*unstructured.Unstructu
 // apply and skip the write when the result equals the live object. An object judged takes the
 // judgment instead of the read and the dry run (see Judged).
 //
-// Consecutive objects of the same kind are sent in parallel; kinds go one after the other, so a
-// Namespace or a CRD exists before the objects that need it.
+// Objects go in batches by waves.Stage: Namespaces and CRDs one kind at a time, so they exist
+// before the objects that need them, then the foundation kinds together, then the rest together.
+// The objects of a batch are sent in parallel.
 //
 // It returns the changes of the objects handled, and the first error in the order of objs: a
 // *RejectedError, a *ConflictError, or a transient error naming the object. Objects after a
@@ -149,13 +151,10 @@ func Deploy(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 	crds := indexCRDs(objs)
 	changes := make([]Change, 0, len(objs))
 	for start := 0; start < len(objs); {
-		gk := objs[start].GroupVersionKind().GroupKind()
-		end := start + 1
-		for end < len(objs) && objs[end].GroupVersionKind().GroupKind() == gk {
-			end++
-		}
+		end := batchEnd(objs, start)
 		batch := objs[start:end]
 		start = end
+		gk := batch[0].GroupVersionKind().GroupKind()
 		// Resolving may reset the shared mapper or wait for a CRD: one object at a time.
 		targets := make([]target, len(batch))
 		for i, obj := range batch {
@@ -185,11 +184,24 @@ func Deploy(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 		if err != nil {
 			return changes, err
 		}
-		if gk == crdGroupKind && modified {
+		if gk == crdGroupKind && modified { // a batch of StageDefinitions has one kind
 			r.kindsMayHaveChanged()
 		}
 	}
 	return changes, nil
+}
+
+// batchEnd returns the end of the batch of objs that starts at start: the consecutive objects of
+// its stage, and in StageDefinitions of its kind.
+func batchEnd(objs []*unstructured.Unstructured, start int) int {
+	kind := objs[start].GetKind()
+	stage := waves.Stage(kind)
+	end := start + 1
+	for end < len(objs) && waves.Stage(objs[end].GetKind()) == stage &&
+		(stage != waves.StageDefinitions || objs[end].GetKind() == kind) {
+		end++
+	}
+	return end
 }
 
 // deployOne applies one resolved object; see Deploy.

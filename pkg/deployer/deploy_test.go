@@ -123,8 +123,8 @@ func TestDeployErrors(t *testing.T) {
 		// Objects of one kind are checked before any of them is sent: nothing of the batch is applied.
 		{name: "namespace policy", objs: []*unstructured.Unstructured{configMap("shop", "ok", "1"), configMap("kube-system", "x", "1")},
 			opts: shopOpts, rejected: "namespace kube-system is neither the target namespace", wantDone: 0},
-		{name: "server rejects one of a batch", objs: []*unstructured.Unstructured{configMap("shop", "ok", "1"), configMap("shop", "bad", "1"),
-			obj("v1", "Secret", "shop", "later", nil)}, opts: shopOpts,
+		{name: "server rejects one of a batch, later stages not sent", objs: []*unstructured.Unstructured{configMap("shop", "ok", "1"), configMap("shop", "bad", "1"),
+			obj("apps/v1", "Deployment", "shop", "later", nil)}, opts: shopOpts,
 			setup: func(fc *fakeCluster) { fc.failOn("patch", "configmaps", "bad", invalid) }, rejected: "too big", wantDone: 1},
 		{name: "cluster-scoped policy", objs: []*unstructured.Unstructured{obj("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r", nil)},
 			opts: shopOpts, rejected: "cluster-scoped ClusterRole/r needs Cluster spec.allowClusterScoped"},

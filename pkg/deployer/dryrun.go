@@ -65,17 +65,25 @@ func DryRun(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 	judged := &Judged{}
 	err = forEach(ctx, len(judge), func(ctx context.Context, i int) error {
 		t := judge[i]
+		// The read and the dry run go out together: a dry run writes nothing, so it may precede
+		// the ownership check, and one round trip per object is saved.
 		live, listed := lives[i]
-		if !listed {
-			var err error
-			if live, err = t.live(ctx); err != nil {
-				return err
+		var liveErr error
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			if !listed {
+				live, liveErr = t.live(ctx)
 			}
+		}()
+		dry, err := t.apply(ctx, true)
+		<-read
+		if liveErr != nil {
+			return liveErr
 		}
 		if err := checkOwner(t.ref, live, opts.Owner); err != nil {
 			return err
 		}
-		dry, err := t.apply(ctx, true)
 		if err != nil {
 			return err
 		}

@@ -59,3 +59,28 @@ func kindRank(kind string) int {
 	}
 	return len(installOrder)
 }
+
+// Stages of a wave, in the order Stage returns them.
+const (
+	// StageDefinitions holds the kinds later objects need to exist to be accepted at all:
+	// Namespaces and CustomResourceDefinitions. One kind at a time.
+	StageDefinitions = iota
+	// StageFoundation holds what pods are admitted against and mount: policies, quotas, service
+	// accounts, Secrets, ConfigMaps, storage and RBAC (the kinds Helm installs before Services).
+	StageFoundation
+	// StageWorkloads holds everything else: Services, workloads, Ingresses, webhooks, custom kinds.
+	StageWorkloads
+)
+
+// Stage returns the stage of kind within a wave. The objects of one stage do not depend on each
+// other to be admitted, so they may be applied in parallel; stages go one after the other.
+func Stage(kind string) int {
+	switch rank := kindRank(kind); {
+	case rank < kindRank("NetworkPolicy"):
+		return StageDefinitions
+	case rank < kindRank("Service"):
+		return StageFoundation
+	default:
+		return StageWorkloads
+	}
+}

@@ -198,3 +198,26 @@ func TestInstallOrderHasNoDuplicates(t *testing.T) {
 		t.Errorf("installOrder lists %d kinds but only %d are distinct", len(installOrder), len(kindRanks))
 	}
 }
+
+func TestStage(t *testing.T) {
+	tests := []struct {
+		kind string
+		want int
+	}{
+		{"Namespace", StageDefinitions},
+		{"CustomResourceDefinition", StageDefinitions},
+		{"NetworkPolicy", StageFoundation},
+		{"ServiceAccount", StageFoundation},
+		{"ConfigMap", StageFoundation},
+		{"RoleBindingList", StageFoundation},
+		{"Service", StageWorkloads},
+		{"Deployment", StageWorkloads},
+		{"ValidatingWebhookConfiguration", StageWorkloads},
+		{"Widget", StageWorkloads},
+	}
+	for _, tt := range tests {
+		if got := Stage(tt.kind); got != tt.want {
+			t.Errorf("Stage(%s) = %d, want %d", tt.kind, got, tt.want)
+		}
+	}
+}
