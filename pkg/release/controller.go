@@ -350,7 +350,12 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	if err := c.syncHandler(ctx, key); err != nil {
-		utilruntime.HandleErrorWithContext(ctx, err, "Error syncing release", "release", key)
+		if apierrors.IsConflict(err) {
+			// The cache was behind a write (ours or another's): the retry reads the newer Release.
+			klog.FromContext(ctx).V(2).Info("Release changed meanwhile; retrying", "release", key, "err", err)
+		} else {
+			utilruntime.HandleErrorWithContext(ctx, err, "Error syncing release", "release", key)
+		}
 		c.queue.AddRateLimited(key)
 		return true
 	}
