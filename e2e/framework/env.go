@@ -26,8 +26,10 @@ type Env struct {
 	Bare *APIServer
 	// Fault is a target with an API server only, which tests may Stop and Start.
 	Fault *APIServer
-	// BareTargets are the targets of Options.BareTargets, by name.
+	// BareTargets are the targets of Options.BareTargets and Options.OwnEtcdTargets, by name.
 	BareTargets map[string]*APIServer
+	// TargetEtcds are the own etcds of the targets of Options.OwnEtcdTargets, by target name.
+	TargetEtcds map[string]*EtcdServer
 	// Controller is the convoy controller-manager under test: the first of Controllers.
 	Controller *Controller
 	// Controllers are the controller-manager processes of Options.Controllers, in order.
@@ -62,6 +64,9 @@ func StartWith(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	if _, err := opts.bareTargets(); err != nil {
+		return nil, err
+	}
+	if _, err := opts.ownEtcdTargets(); err != nil {
 		return nil, err
 	}
 	if _, err := opts.controllers(); err != nil {
@@ -147,6 +152,11 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 		e.BareTargets[name] = a
 		starts = append(starts, func() error { return a.start(ctx) })
 	}
+	ownEtcdStarts, err := e.prepareOwnEtcdTargets(ctx, bins, logDir, opts)
+	if err != nil {
+		return err
+	}
+	starts = append(starts, ownEtcdStarts...)
 	// The API servers start in parallel: each spends seconds on start-up hooks, mostly waiting.
 	if err := parallel(starts...); err != nil {
 		return err
@@ -275,6 +285,7 @@ func (e *Env) Stop() {
 			errs = append(errs, a.Stop())
 		}
 	}
+	errs = append(errs, e.stopTargetEtcds()...)
 	if e.etcd != nil {
 		errs = append(errs, e.etcd.proc.stop(10*time.Second))
 	}

@@ -261,3 +261,41 @@ func TestForServiceAccount(t *testing.T) {
 		t.Error("impersonating client not reused")
 	}
 }
+
+// TestProbeReadyz: an API server that answers /version but whose /readyz fails (its etcd is down)
+// is not ready, and the failed checks are named; a /readyz the credentials may not read is no verdict.
+func TestProbeReadyz(t *testing.T) {
+	tests := []struct {
+		name    string
+		code    int
+		body    string
+		wantErr string
+	}{
+		{name: "ready", code: http.StatusOK, body: "ok"},
+		{name: "etcd down", code: http.StatusInternalServerError,
+			body:    "[+]ping ok\n[-]etcd failed: reason withheld\n[-]etcd-readiness failed: reason withheld\nreadyz check failed\n",
+			wantErr: "not ready: etcd failed: reason withheld; etcd-readiness failed: reason withheld"},
+		{name: "forbidden", code: http.StatusForbidden, body: `{"kind":"Status","code":403}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/version" {
+					fmt.Fprint(w, `{"gitVersion":"v1.37.2"}`)
+					return
+				}
+				w.WriteHeader(tt.code)
+				fmt.Fprint(w, tt.body)
+			}))
+			defer srv.Close()
+			c, err := NewClient(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = c.Probe(context.Background())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Probe error = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

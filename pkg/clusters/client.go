@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,8 +91,10 @@ func (c *Client) ForServiceAccount(namespace, name string) (*Client, error) {
 	return ic, nil
 }
 
-// Probe asks the target API server for its version (GET /version, at most probeTimeout) and returns
-// its gitVersion, e.g. "v1.37.2".
+// Probe asks the target API server for its version (GET /version) and its readiness (GET /readyz,
+// which covers its storage: an API server whose etcd is down still answers /version), both within
+// probeTimeout, and returns its gitVersion, e.g. "v1.37.2". A /readyz the credentials may not
+// read, or that the server does not have, does not fail the probe.
 func (c *Client) Probe(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -105,7 +109,27 @@ func (c *Client) Probe(ctx context.Context) (string, error) {
 	if info.GitVersion == "" {
 		return "", fmt.Errorf("probe %s: /version has no gitVersion", c.Config.Host)
 	}
+	var code int
+	body, err = c.Discovery.RESTClient().Get().AbsPath("/readyz").Do(ctx).StatusCode(&code).Raw()
+	if err != nil && code != http.StatusForbidden && code != http.StatusUnauthorized && code != http.StatusNotFound {
+		if failed := failedChecks(body); failed != "" {
+			return "", fmt.Errorf("probe %s: not ready: %s", c.Config.Host, failed)
+		}
+		return "", fmt.Errorf("probe %s: readyz: %w", c.Config.Host, err)
+	}
 	return info.GitVersion, nil
+}
+
+// failedChecks returns the failed checks of a verbose-style /readyz body ("[-]etcd failed: reason
+// withheld" lines), joined, or "" when it names none.
+func failedChecks(body []byte) string {
+	var failed []string
+	for line := range strings.Lines(string(body)) {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "[-]"); ok {
+			failed = append(failed, name)
+		}
+	}
+	return strings.Join(failed, "; ")
 }
 
 // Scope reports whether a kind is namespaced; known is false when the cluster does not serve the

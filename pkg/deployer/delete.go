@@ -17,7 +17,8 @@ import (
 	"github.com/kumodo/convoy/pkg/clusters"
 )
 
-// Delete deletes the referenced objects (background propagation), highest wave first, skipping
+// Delete deletes the referenced objects (background propagation), highest wave first (the objects
+// of one wave in parallel, Namespaces and CRDs after the rest), skipping
 // objects that are gone or already being deleted, objects annotated convoy.kumodo.io/prune: disabled, and objects whose
 // owner annotation is missing or names another Release: convoy never deletes what it cannot prove
 // it applied for owner ("namespace/name" of the Release). It goes on after a failure and returns
@@ -30,16 +31,32 @@ func Delete(ctx context.Context, c *clusters.Client, refs []v1alpha1.InventoryEn
 	r := &resolver{c: c}
 	var deleted []v1alpha1.InventoryEntry
 	var errs []error
-	for _, e := range deleteOrder(refs) {
-		done, reason, err := deleteOne(ctx, r, e, owner)
-		switch {
-		case err != nil:
-			errs = append(errs, err)
-		case done:
-			logger.V(4).Info("Deleted object", "object", EntryRef(e))
-			deleted = append(deleted, e)
-		default:
-			logger.V(4).Info("Kept object", "object", EntryRef(e), "reason", reason)
+	ordered := deleteOrder(refs)
+	// The objects of one wave and rank go out in parallel; waves and ranks one after the other.
+	for start := 0; start < len(ordered); {
+		end := start + 1
+		for end < len(ordered) && ordered[end].Wave == ordered[start].Wave && deleteRank(ordered[end]) == deleteRank(ordered[start]) {
+			end++
+		}
+		group := ordered[start:end]
+		start = end
+		done := make([]bool, len(group))
+		reasons := make([]string, len(group))
+		groupErrs := make([]error, len(group))
+		_ = forEach(ctx, len(group), func(ctx context.Context, i int) error {
+			done[i], reasons[i], groupErrs[i] = deleteOne(ctx, r, group[i], owner)
+			return nil
+		})
+		for i, e := range group {
+			switch {
+			case groupErrs[i] != nil:
+				errs = append(errs, groupErrs[i])
+			case done[i]:
+				logger.V(4).Info("Deleted object", "object", EntryRef(e))
+				deleted = append(deleted, e)
+			default:
+				logger.V(4).Info("Kept object", "object", EntryRef(e), "reason", reasons[i])
+			}
 		}
 	}
 	return deleted, errors.Join(errs...)

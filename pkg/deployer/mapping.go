@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -32,12 +33,15 @@ var errNotServed = errors.New("not served by the cluster")
 // per call unless kinds may have appeared since (a CRD was applied).
 type resolver struct {
 	c     *clusters.Client
-	fresh bool // the mapper was reset during this call and no CRD was applied since
+	mu    sync.Mutex // guards fresh and the reset: Delete maps from parallel goroutines
+	fresh bool       // the mapper was reset during this call and no CRD was applied since
 }
 
 // mapping returns the REST mapping of gvk. A kind the cluster does not serve, even after a reset,
 // gives an error wrapping errNotServed; a discovery failure gives a plain error.
 func (r *resolver) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	m, err := r.c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil && meta.IsNoMatchError(err) && !r.fresh {
 		r.c.Mapper.Reset()
@@ -74,7 +78,11 @@ func gvkString(gvk schema.GroupVersionKind) string {
 }
 
 // kindsMayHaveChanged records that a CRD was applied, so the next no-match resets the mapper again.
-func (r *resolver) kindsMayHaveChanged() { r.fresh = false }
+func (r *resolver) kindsMayHaveChanged() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fresh = false
+}
 
 // waitForKind waits until the cluster serves gvk, when a CRD defining it exists on the cluster:
 // the CRD of the render (crds) or one found by listing. It returns a *RejectedError when no CRD
