@@ -87,6 +87,11 @@ func DryRun(ctx context.Context, c *clusters.Client, objs []*unstructured.Unstru
 		if err != nil {
 			return err
 		}
+		if live != nil && live.GetResourceVersion() != dry.GetResourceVersion() {
+			// The object changed between the two reads (a controller wrote it): no judgment, so
+			// Deploy reads it again rather than apply over a stale comparison.
+			return nil
+		}
 		judged.put(t.obj, judgment{live: live, dry: dry})
 		return nil
 	})

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	clienttesting "k8s.io/client-go/testing"
 )
 
 func TestDryRunSkipsWhatCannotBeJudgedYet(t *testing.T) {
@@ -150,5 +151,26 @@ func TestDryRunListsManyObjectsOfOneKind(t *testing.T) {
 	}
 	if created != listThreshold/2 || len(fc.writes()) != listThreshold/2 {
 		t.Errorf("created %d, writes %v; want the %d missing objects only", created, fc.writes(), listThreshold/2)
+	}
+}
+
+// TestDryRunDoesNotJudgeAnObjectChangedBetweenItsReads: when the read and the dry run saw different
+// resourceVersions (a controller wrote the object between them), the object gets no judgment and
+// Deploy reads it again.
+func TestDryRunDoesNotJudgeAnObjectChangedBetweenItsReads(t *testing.T) {
+	ctx := context.Background()
+	fc := newFakeCluster(t)
+	cm := configMap("shop", "busy", "1")
+	if _, err := Deploy(ctx, fc.client, []*unstructured.Unstructured{cm}, shopOpts, nil); err != nil {
+		t.Fatal(err)
+	}
+	stale := fc.get(t, configMapsGVR, "shop", "busy")
+	stale.SetResourceVersion("0")
+	fc.dyn.PrependReactor("get", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, stale.DeepCopy(), nil
+	})
+	judged, err := DryRun(ctx, fc.client, []*unstructured.Unstructured{cm}, shopOpts)
+	if err != nil || judged.Len() != 0 {
+		t.Fatalf("DryRun judged %d objects, %v; want none", judged.Len(), err)
 	}
 }

@@ -108,11 +108,14 @@ func (fc *fakeCluster) applyReactor(action clienttesting.Action) (bool, runtime.
 		}
 		result.SetLabels(merge(result.GetLabels(), applied.GetLabels()))
 		result.SetAnnotations(merge(result.GetAnnotations(), applied.GetAnnotations()))
-		rv, _ := strconv.Atoi(result.GetResourceVersion())
-		result.SetResourceVersion(strconv.Itoa(rv + 1))
 	}
 	if slices.Contains(p.PatchOptions.DryRun, metav1.DryRunAll) {
+		// As the API server does: a dry run stores nothing, so the resourceVersion stays.
 		return true, result, nil
+	}
+	if !created {
+		rv, _ := strconv.Atoi(result.GetResourceVersion())
+		result.SetResourceVersion(strconv.Itoa(rv + 1))
 	}
 	if created {
 		err = tracker.Create(p.Resource, result, p.Namespace)
