@@ -256,8 +256,8 @@ func mapsEqual(a, b map[string]string) bool {
 // updateCluster wakes the Releases of a Cluster when its spec or readiness changes.
 func (c *Controller) updateCluster(oldObj, newObj any) {
 	oldCl, newCl := oldObj.(*v1alpha1.Cluster), newObj.(*v1alpha1.Cluster)
-	if oldCl.Generation != newCl.Generation || clusters.Ready(oldCl) != clusters.Ready(newCl) ||
-		oldCl.ResourceVersion == newCl.ResourceVersion {
+	// Not on a resync (same resourceVersion): the Releases' own resync enqueues each of them once.
+	if oldCl.Generation != newCl.Generation || clusters.Ready(oldCl) != clusters.Ready(newCl) {
 		c.enqueueClusterReleases(newObj)
 	}
 }
