@@ -222,17 +222,10 @@ func (b *bench) scenarioB(ctx context.Context) (*table, error) {
 		return nil, err
 	}
 	say("  %d Releases created in %.1f s", n, time.Since(start).Seconds())
-	done, err := p.watch.waitApplied(ctx, n, nil, b.cfg.timeout)
+	convoy, after, err := b.measureConvoy(ctx, n, nil, before, start, stopProfile)
 	if err != nil {
 		return nil, err
 	}
-	after, err := b.sampler.take(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stopProfile()
-	convoy := between(before, after, b.mgmtHost)
-	convoy.seconds = done.Sub(start).Seconds()
 	p.seconds = convoy.seconds
 	say("  convoy: %.1f s; now the baselines", convoy.seconds)
 
@@ -410,17 +403,10 @@ func (b *bench) scenarioD(ctx context.Context) (*table, error) {
 	for i, name := range p.names {
 		minGen[name] = generations[i]
 	}
-	done, err := p.watch.waitApplied(ctx, n, minGen, b.cfg.timeout)
+	u, after, err := b.measureConvoy(ctx, n, minGen, before, start, stopProfile)
 	if err != nil {
 		return nil, err
 	}
-	after, err := b.sampler.take(ctx)
-	if err != nil {
-		return nil, err
-	}
-	stopProfile()
-	u := between(before, after, b.mgmtHost)
-	u.seconds = done.Sub(start).Seconds()
 	say("  convoy: %.1f s; now the baselines", u.seconds)
 
 	jobs, objects, err := p.render(ctx, messageD)
@@ -569,4 +555,21 @@ func save(ctx context.Context, url, path string) {
 		return
 	}
 	say("  profile saved: %s", path)
+}
+
+// measureConvoy waits until n Releases are Applied (at least at minGen's generations), stops the
+// profile and returns convoy's usage since before, timed from start, and the sample it ends with.
+func (b *bench) measureConvoy(ctx context.Context, n int, minGen map[string]int64, before sample, start time.Time, stopProfile func()) (usage, sample, error) {
+	done, err := b.podinfo.watch.waitApplied(ctx, n, minGen, b.cfg.timeout)
+	if err != nil {
+		return usage{}, sample{}, err
+	}
+	after, err := b.sampler.take(ctx)
+	if err != nil {
+		return usage{}, sample{}, err
+	}
+	stopProfile()
+	u := between(before, after, b.mgmtHost)
+	u.seconds = done.Sub(start).Seconds()
+	return u, after, nil
 }
