@@ -2,7 +2,8 @@
 # Builds the control-plane binaries the e2e harness runs (etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kwok), the kubectl the demo runs and the helm CLI the
 # benchmark runs (hack/bench) from the Go module proxy into bin/, and writes bin/kwok-stages.yaml
-# (kwok's fast stages plus hack/tools/kwok/convoy-e2e-stages.yaml).
+# (kwok's fast stages plus hack/tools/kwok/convoy-e2e-stages.yaml). Without arguments it builds all
+# but helm.
 # Usage: hack/build-test-bins.sh [etcd|kube-apiserver|kube-controller-manager|kube-scheduler|kubectl|kwok|kwok-stages|versitygw|helm]...
 # A binary is rebuilt only when its tools module changed (stamp file); the Go build cache
 # makes a rebuild cheap anyway.
@@ -54,7 +55,8 @@ helm_ldflags() {
   echo "-s -w -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 }
 
-want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw helm}
+# helm only on request (make bench): no test runs it, and a cold build of it takes 3 minutes.
+want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok versitygw}
 for b in $want; do
   case $b in
     etcd) build etcd . etcd ;;

@@ -21,15 +21,18 @@ mkdir -p "$bin"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# install NAME PACKAGE VERSION builds a tool into bin/ unless that version is already there.
+# install NAME PACKAGE VERSION builds a tool into bin/ unless that version, built by this Go, is
+# already there: govulncheck type-checks the standard library of the Go that runs it, which only a
+# govulncheck built by that Go release can read.
 install() {
-  local name=$1 pkg=$2 version=$3 stamp="$bin/.$1.version"
-  if [ -x "$bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$version" ]; then
+  local name=$1 pkg=$2 version=$3 stamp="$bin/.$1.version" built
+  built="$version $(go env GOVERSION)"
+  if [ -x "$bin/$name" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$built" ]; then
     return
   fi
   echo "installing $pkg@$version into bin/"
   GOBIN=$bin go install "$pkg@$version"
-  echo "$version" >"$stamp"
+  echo "$built" >"$stamp"
 }
 install govulncheck golang.org/x/vuln/cmd/govulncheck "$GOVULNCHECK_VERSION"
 install indexdb golang.org/x/vulndb/cmd/indexdb "$INDEXDB_VERSION"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fails when anything generated is stale, or when gofmt, go vet or go mod tidy would change anything.
+# Fails when anything generated is stale, when gofmt, go vet or go mod tidy would change anything, or
+# when govulncheck finds a known vulnerability the code reaches.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -26,4 +27,5 @@ go vet ./... || fail=1
 for mod in . hack/tools hack/tools/kube hack/tools/etcd hack/tools/kwok; do
   (cd "$mod" && go mod tidy -diff >/dev/null) || { echo "go mod tidy would change $mod" >&2; fail=1; }
 done
+hack/govulncheck.sh || fail=1
 exit $fail

@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -12,10 +13,14 @@ import (
 const (
 	// crashRounds is how many times the controller is killed mid-sync.
 	crashRounds = 50
+	// crashPerWave is the size of a wave of this scenario: 5 waves of 20 keep a round's sync a
+	// few seconds long, so 50 rounds fit in CI; each object of a wave is its own request still.
+	crashPerWave = 20
+	crashSize    = waves * crashPerWave
 	// crashMaxDelay bounds the random delay of a kill by time, from the source change: a round's
-	// sync (200 applied, 200 pruned one by one) takes several seconds, so kills land before the
-	// sync, in its waves and in its prune.
-	crashMaxDelay = 10 * time.Second
+	// sync (100 applied, 100 pruned) takes a few seconds, so kills land before the sync, in its
+	// waves and in its prune.
+	crashMaxDelay = 6 * time.Second
 	// crashSettle lets requests the controller sent just before dying complete.
 	crashSettle = 300 * time.Millisecond
 	// seedEnv fixes the seed of the kill points, to replay a run.
@@ -23,13 +28,13 @@ const (
 )
 
 // TestSIGKILLMidSync kills the controller with SIGKILL at a random point of a 5-wave sync, 50
-// rounds, each of which renames every object (200 to create, the previous 200 to prune). A kill
+// rounds, each of which renames every object (100 to create, the previous 100 to prune). A kill
 // point is either a count of the round's objects seen on the target through a watch, or a random
 // delay after the source changed; the seed is logged and CONVOY_FAULTS_SEED replays it. At the
 // kill, every owned object on the target must be in the inventory; after the restart the round's
 // render must be applied, inventoried and alone on the target.
 func TestSIGKILLMidSync(t *testing.T) {
-	tl := newTally(t, "SIGKILL mid-sync (5 waves x 40, random kill point)")
+	tl := newTally(t, fmt.Sprintf("SIGKILL mid-sync (%d waves x %d, random kill point)", waves, crashPerWave))
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(seedEnv); s != "" {
 		var err error
@@ -41,13 +46,13 @@ func TestSIGKILLMidSync(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 
 	ns := env.NewNamespace(t)
-	r := startRelease(t, tl, env.Bare, ns, "bare", "crash", perWave)
+	r := startRelease(t, tl, env.Bare, ns, "bare", "crash", crashPerWave)
 	byCount, byDelay := 0, 0
 	for range crashRounds {
 		w := r.next()
 		var point string
 		if rng.IntN(2) == 0 {
-			n := 1 + rng.IntN(renderSize-1)
+			n := 1 + rng.IntN(crashSize-1)
 			seen := r.waitSeen(w, n)
 			point = "after " + strconv.Itoa(seen) + " objects"
 			byCount++
