@@ -91,7 +91,7 @@ func testLiveWorkloads(t *testing.T, ns string) {
 		}
 		return len(pods.Items) == 2 && running == 2, fmt.Sprintf("bad pods: %d, running %d", len(pods.Items), running)
 	})
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		d, err := apps.Deployments(ns).Get(ctx, "bad", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()

@@ -36,9 +36,9 @@ func TestHistoryAPI(t *testing.T) {
 	}
 	installSyncRoles(t)
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "hist-src", map[string]string{"all.yaml": configMapDoc("settings", map[string]string{"version": "v1"}, nil)})
-	createRelease(t, ns, "hist", "bare", "hist-src")
-	ref := lastSuccessfulRef(waitApplied(t, ns, "hist", convoyv1alpha1.ReasonApplied, applyTimeout, nil))
+	env.CreateSource(t, ns, "hist-src", map[string]string{"all.yaml": framework.ConfigMapDoc("settings", map[string]string{"version": "v1"}, nil)})
+	env.CreateConfigMapRelease(t, ns, "hist", "bare", "hist-src")
+	ref := framework.LastSuccessfulRef(env.WaitApplied(t, ns, "hist", convoyv1alpha1.ReasonApplied, applyTimeout, nil))
 
 	admin := writeKubeconfig(t, "admin", env.Mgmt.Kubeconfig)
 	history := func(kubeconfig string, args ...string) (string, error) {

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/e2e/framework"
@@ -26,7 +25,7 @@ import (
 const rolloutTimeout = 3 * time.Minute
 
 // withRollout enables the rollout state machine.
-func withRollout(deadline time.Duration, action convoyv1alpha1.FailureAction) releaseOption {
+func withRollout(deadline time.Duration, action convoyv1alpha1.FailureAction) framework.ReleaseOption {
 	return func(r *convoyv1alpha1.Release) {
 		r.Spec.Rollout = &convoyv1alpha1.RolloutPolicy{ProgressDeadline: &metav1.Duration{Duration: deadline},
 			FailurePolicy: &convoyv1alpha1.FailurePolicy{Action: action}}
@@ -34,31 +33,13 @@ func withRollout(deadline time.Duration, action convoyv1alpha1.FailureAction) re
 }
 
 // withClusterWave sets the Release's cluster wave and its timeout (0: none).
-func withClusterWave(wave int32, timeout time.Duration) releaseOption {
+func withClusterWave(wave int32, timeout time.Duration) framework.ReleaseOption {
 	return func(r *convoyv1alpha1.Release) {
 		r.Spec.SyncPolicy.ClusterWave = wave
 		if timeout > 0 {
 			r.Spec.SyncPolicy.ClusterWaveTimeout = &metav1.Duration{Duration: timeout}
 		}
 	}
-}
-
-// annotated adds annotations to a manifest document.
-func annotated(d string, annotations map[string]string) string {
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(d), &obj); err != nil {
-		panic(fmt.Sprintf("unmarshal manifest: %v", err)) // the tests' own literals
-	}
-	md := obj["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	if ann == nil {
-		ann = map[string]any{}
-	}
-	for k, v := range annotations {
-		ann[k] = v
-	}
-	md["annotations"] = ann
-	return doc(obj)
 }
 
 // hookJobDoc is a Job hook of phase that completes, or fails when fail is set (kwok stage).
@@ -71,7 +52,7 @@ func hookJobDoc(name, phase string, fail bool, annotations map[string]string) st
 	for k, v := range annotations {
 		ann[k] = v
 	}
-	return annotated(doc(map[string]any{
+	return framework.Annotated(framework.Doc(map[string]any{
 		"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
@@ -103,21 +84,11 @@ func hookJobs(t *testing.T, ns, prefix string) []batchv1.Job {
 	return out
 }
 
-// lifecycleState returns the state of a hook phase in status.lifecycle, "" without one.
-func lifecycleState(r *convoyv1alpha1.Release, phase string) string {
-	for _, l := range r.Status.Lifecycle {
-		if l.Phase == phase {
-			return l.State
-		}
-	}
-	return ""
-}
-
 // lifecycleIs accepts a Release whose lifecycle has the given phase states.
 func lifecycleIs(want map[string]string) func(*convoyv1alpha1.Release) (bool, string) {
 	return func(r *convoyv1alpha1.Release) (bool, string) {
 		for phase, state := range want {
-			if got := lifecycleState(r, phase); got != state {
+			if got := framework.LifecycleState(r, phase); got != state {
 				return false, fmt.Sprintf("lifecycle %s = %q, want %q (lifecycle %+v)", phase, got, state, r.Status.Lifecycle)
 			}
 		}
@@ -153,11 +124,11 @@ func all(checks ...func(*convoyv1alpha1.Release) (bool, string)) func(*convoyv1a
 func TestRolloutRollsBack(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	good := map[string]string{"app.yaml": docs(deploymentDoc("web", 1), configMapDoc("version", map[string]string{"v": "1"}, nil))}
-	createSource(t, ns, "app", good)
-	createRelease(t, ns, "app", "live", "app", withInterval(2*time.Second),
+	good := map[string]string{"app.yaml": framework.Docs(deploymentDoc("web", 1), framework.ConfigMapDoc("version", map[string]string{"v": "1"}, nil))}
+	env.CreateSource(t, ns, "app", good)
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app", framework.WithInterval(2*time.Second),
 		withRollout(20*time.Second, convoyv1alpha1.FailureActionRollback))
-	r := waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, all(rolloutIs("Succeeded"),
+	r := env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, all(rolloutIs("Succeeded"),
 		func(r *convoyv1alpha1.Release) (bool, string) {
 			return r.Status.LastHealthy != nil, "no lastHealthy yet"
 		}))
@@ -166,10 +137,10 @@ func TestRolloutRollsBack(t *testing.T) {
 		t.Fatalf("RolloutSucceeded = %+v, want True", c)
 	}
 
-	updateSource(t, ns, "app", map[string]string{"app.yaml": docs(badDeploymentDoc("web", 600),
-		configMapDoc("version", map[string]string{"v": "2"}, nil))})
+	env.UpdateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(badDeploymentDoc("web", 600),
+		framework.ConfigMapDoc("version", map[string]string{"v": "2"}, nil))})
 	configMapData(t, env.Live, ns, "version", dataIs(map[string]string{"v": "2"}))
-	r = waitApplied(t, ns, "app", convoyv1alpha1.ReasonRolledBack, rolloutTimeout, rolloutIs("RolledBack"))
+	r = env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonRolledBack, rolloutTimeout, rolloutIs("RolledBack"))
 	if r.Status.Rollout.RenderRef == healthyRef || !strings.Contains(r.Status.Rollout.Message, "progressDeadline") {
 		t.Errorf("rollout %+v: want the failed render and a message naming the progressDeadline", r.Status.Rollout)
 	}
@@ -202,9 +173,9 @@ func TestRolloutRollsBack(t *testing.T) {
 	})
 
 	// A fixed render rolls out again.
-	updateSource(t, ns, "app", map[string]string{"app.yaml": docs(deploymentDoc("web", 1),
-		configMapDoc("version", map[string]string{"v": "3"}, nil))})
-	r = waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, rolloutIs("Succeeded"))
+	env.UpdateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(deploymentDoc("web", 1),
+		framework.ConfigMapDoc("version", map[string]string{"v": "3"}, nil))})
+	r = env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, rolloutIs("Succeeded"))
 	if r.Status.Rollout.RenderRef == healthyRef || r.Status.LastHealthy.RenderRef != r.Status.Rollout.RenderRef {
 		t.Errorf("rollout %+v lastHealthy %+v: want the new render healthy", r.Status.Rollout, r.Status.LastHealthy)
 	}
@@ -215,16 +186,16 @@ func TestRolloutRollsBack(t *testing.T) {
 func TestRolloutHalt(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "app", map[string]string{"app.yaml": deploymentDoc("web", 1)})
-	createRelease(t, ns, "app", "live", "app", withInterval(2*time.Second),
+	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": deploymentDoc("web", 1)})
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app", framework.WithInterval(2*time.Second),
 		withRollout(15*time.Second, convoyv1alpha1.FailureActionHalt))
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, rolloutIs("Succeeded"))
-	updateSource(t, ns, "app", map[string]string{"app.yaml": badDeploymentDoc("web", 600)})
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, all(rolloutIs("Failed"),
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, rolloutIs("Succeeded"))
+	env.UpdateSource(t, ns, "app", map[string]string{"app.yaml": badDeploymentDoc("web", 600)})
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, rolloutTimeout, all(rolloutIs("Failed"),
 		func(r *convoyv1alpha1.Release) (bool, string) {
 			return strings.Contains(r.Status.Rollout.Message, "Halt"), "the rollout message does not say it halted"
 		}))
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		dep, err := env.Live.Kube.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -251,13 +222,13 @@ func TestPreSyncHookFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ns := env.NewNamespace(t)
-			createSource(t, ns, "app", map[string]string{"app.yaml": docs(configMapDoc("config", map[string]string{"a": "1"}, nil),
+			env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", map[string]string{"a": "1"}, nil),
 				hookJobDoc("migrate", "preSync", true, map[string]string{convoyv1alpha1.HookOnFailureAnnotation: tt.onFailure}))})
-			createRelease(t, ns, "app", "live", "app")
-			r := waitApplied(t, ns, "app", tt.reason, applyTimeout, lifecycleIs(map[string]string{"preSync": "Failed"}))
+			env.CreateConfigMapRelease(t, ns, "app", "live", "app")
+			r := env.WaitApplied(t, ns, "app", tt.reason, applyTimeout, lifecycleIs(map[string]string{"preSync": "Failed"}))
 			if tt.reason == convoyv1alpha1.ReasonHookFailed {
-				if !strings.Contains(describeApplied(r), "migrate") {
-					t.Errorf("%s does not name the hook", describeApplied(r))
+				if !strings.Contains(framework.DescribeApplied(r), "migrate") {
+					t.Errorf("%s does not name the hook", framework.DescribeApplied(r))
 				}
 				checkNothingApplied(t, env.Live, ns, "app")
 			} else {
@@ -279,10 +250,10 @@ func TestPreSyncHookFailure(t *testing.T) {
 func TestHookPhases(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "app", map[string]string{"app.yaml": docs(configMapDoc("config", map[string]string{"a": "1"}, nil),
+	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", map[string]string{"a": "1"}, nil),
 		hookJobDoc("migrate", "preSync", false, nil), hookJobDoc("smoke", "postSync", true, nil))})
-	createRelease(t, ns, "app", "live", "app")
-	r := waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout,
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app")
+	r := env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout,
 		lifecycleIs(map[string]string{"preSync": "Succeeded", "postSync": "Failed"}))
 	if c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionApplied); c.Status != metav1.ConditionTrue {
 		t.Errorf("Applied = %s after a failed postSync hook, want True", c.Status)
@@ -324,10 +295,10 @@ func TestHookPhases(t *testing.T) {
 		rerun = jobs[0].Name
 		return true, ""
 	})
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		return r.Status.LastHandledForceSyncAt != nil, "the forced sync is not handled yet"
 	})
-	consistently(t, 2*pollInterval, func() (bool, string) {
+	framework.Consistently(t, 2*pollInterval, func() (bool, string) {
 		jobs := hookJobs(t, ns, "migrate")
 		if len(jobs) != 1 || jobs[0].Name != rerun {
 			return false, fmt.Sprintf("migrate Jobs changed after the forced run %s: %d Jobs", rerun, len(jobs))
@@ -344,10 +315,10 @@ const pollInterval = 5 * time.Second
 func TestSyncFailedHook(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "app", map[string]string{"app.yaml": docs(configMapDoc("config", nil, nil), serviceDoc("web", "Bogus"),
+	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", nil, nil), serviceDoc("web", "Bogus"),
 		hookJobDoc("notify", "syncFailed", false, nil), hookJobDoc("never", "postSync", false, nil))})
-	createRelease(t, ns, "app", "live", "app")
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonUnappliable, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app")
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonUnappliable, applyTimeout, nil)
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
 		if n := len(hookJobs(t, ns, "notify")); n != 1 {
 			return false, fmt.Sprintf("%d notify Jobs, want 1", n)
@@ -365,10 +336,10 @@ func TestSyncFailedHook(t *testing.T) {
 func TestDeleteHooks(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "app", map[string]string{"app.yaml": docs(configMapDoc("config", nil, nil),
+	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", nil, nil),
 		hookJobDoc("backup", "preDelete", false, nil), hookJobDoc("goodbye", "postDelete", false, nil))})
-	createRelease(t, ns, "app", "live", "app")
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app")
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	if n := len(hookJobs(t, ns, "backup")) + len(hookJobs(t, ns, "goodbye")); n != 0 {
 		t.Fatalf("%d delete hooks ran before the deletion", n)
 	}
@@ -405,7 +376,7 @@ func TestDeleteHooks(t *testing.T) {
 		t.Fatalf("order %v, want %v", order, want)
 	}
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		return notFound("Release", func() error { _, err := getRelease(ns, "app"); return err })
+		return framework.NotFound("Release", func() error { _, err := env.GetRelease(ns, "app"); return err })
 	})
 }
 
@@ -416,15 +387,15 @@ func TestWaveHealthGate(t *testing.T) {
 	ns := env.NewNamespace(t)
 	wave := func(n string) map[string]string { return map[string]string{convoyv1alpha1.SyncWaveAnnotation: n} }
 	waves := func(db string) map[string]string {
-		return map[string]string{"app.yaml": docs(db,
-			configMapDoc("app", nil, map[string]string{convoyv1alpha1.SyncWaveAnnotation: "1", convoyv1alpha1.WaveHealthAnnotation: "required"}),
-			configMapDoc("late", nil, wave("2")))}
+		return map[string]string{"app.yaml": framework.Docs(db,
+			framework.ConfigMapDoc("app", nil, map[string]string{convoyv1alpha1.SyncWaveAnnotation: "1", convoyv1alpha1.WaveHealthAnnotation: "required"}),
+			framework.ConfigMapDoc("late", nil, wave("2")))}
 	}
-	createSource(t, ns, "app", waves(badDeploymentDoc("db", 600)))
-	createRelease(t, ns, "app", "live", "app", withInterval(2*time.Second), func(r *convoyv1alpha1.Release) {
+	env.CreateSource(t, ns, "app", waves(badDeploymentDoc("db", 600)))
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app", framework.WithInterval(2*time.Second), func(r *convoyv1alpha1.Release) {
 		r.Spec.SyncPolicy.WaveHealthTimeout = &metav1.Duration{Duration: 20 * time.Second}
 	})
-	r := waitApplied(t, ns, "app", convoyv1alpha1.ReasonWaitingForWaveHealth, applyTimeout, nil)
+	r := env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonWaitingForWaveHealth, applyTimeout, nil)
 	if len(r.Status.Waves) != 3 || r.Status.Waves[0].Phase != "Applied" || r.Status.Waves[1].Phase != "Waiting" {
 		t.Errorf("waves %+v, want wave 0 Applied and wave 1 Waiting", r.Status.Waves)
 	}
@@ -433,10 +404,10 @@ func TestWaveHealthGate(t *testing.T) {
 			t.Errorf("ConfigMap %s applied while wave 0 is not healthy", name)
 		}
 	}
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonWaveUnhealthy, applyTimeout, messageContains("waveHealthTimeout"))
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonWaveUnhealthy, applyTimeout, framework.MessageContains("waveHealthTimeout"))
 
-	updateSource(t, ns, "app", waves(annotated(deploymentDoc("db", 1), wave("0"))))
-	r = waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.UpdateSource(t, ns, "app", waves(framework.Annotated(deploymentDoc("db", 1), wave("0"))))
+	r = env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	for _, name := range []string{"app", "late"} {
 		if _, err := configMapOnTarget(env.Live, ns, name); err != nil {
 			t.Errorf("ConfigMap %s: %v", name, err)
@@ -454,21 +425,21 @@ func TestWaveHealthGate(t *testing.T) {
 func TestClusterWaves(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "first", map[string]string{"app.yaml": badDeploymentDoc("db", 600)})
-	createSource(t, ns, "second", map[string]string{"app.yaml": configMapDoc("second", nil, nil)})
-	createSource(t, ns, "third", map[string]string{"app.yaml": configMapDoc("third", nil, nil)})
-	createRelease(t, ns, "first", "live", "first", withInterval(2*time.Second))
-	createRelease(t, ns, "second", "live", "second", withClusterWave(1, 0))
-	createRelease(t, ns, "third", "live", "third", withClusterWave(1, 10*time.Second))
+	env.CreateSource(t, ns, "first", map[string]string{"app.yaml": badDeploymentDoc("db", 600)})
+	env.CreateSource(t, ns, "second", map[string]string{"app.yaml": framework.ConfigMapDoc("second", nil, nil)})
+	env.CreateSource(t, ns, "third", map[string]string{"app.yaml": framework.ConfigMapDoc("third", nil, nil)})
+	env.CreateConfigMapRelease(t, ns, "first", "live", "first", framework.WithInterval(2*time.Second))
+	env.CreateConfigMapRelease(t, ns, "second", "live", "second", withClusterWave(1, 0))
+	env.CreateConfigMapRelease(t, ns, "third", "live", "third", withClusterWave(1, 10*time.Second))
 
-	waitApplied(t, ns, "second", convoyv1alpha1.ReasonWaitingForClusterWave, applyTimeout, messageContains("first (wave 0)"))
-	waitApplied(t, ns, "third", convoyv1alpha1.ReasonClusterWaveFailed, applyTimeout, messageContains("clusterWaveTimeout"))
+	env.WaitApplied(t, ns, "second", convoyv1alpha1.ReasonWaitingForClusterWave, applyTimeout, framework.MessageContains("first (wave 0)"))
+	env.WaitApplied(t, ns, "third", convoyv1alpha1.ReasonClusterWaveFailed, applyTimeout, framework.MessageContains("clusterWaveTimeout"))
 	if _, err := configMapOnTarget(env.Live, ns, "second"); err == nil {
 		t.Fatal("the wave 1 Release applied while wave 0 is not healthy")
 	}
 
-	updateSource(t, ns, "first", map[string]string{"app.yaml": deploymentDoc("db", 1)})
-	waitApplied(t, ns, "second", convoyv1alpha1.ReasonApplied, rolloutTimeout, nil)
+	env.UpdateSource(t, ns, "first", map[string]string{"app.yaml": deploymentDoc("db", 1)})
+	env.WaitApplied(t, ns, "second", convoyv1alpha1.ReasonApplied, rolloutTimeout, nil)
 	if _, err := configMapOnTarget(env.Live, ns, "second"); err != nil {
 		t.Fatalf("ConfigMap second: %v", err)
 	}

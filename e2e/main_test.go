@@ -3,8 +3,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -20,18 +18,5 @@ var env *framework.Env
 const startTimeout = 5 * time.Minute
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	e, err := framework.Start(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if code != 0 {
-		env.MarkFailed()
-	}
-	env.Stop()
-	os.Exit(code)
+	os.Exit(framework.Run("e2e", startTimeout, &env, framework.Start, m.Run))
 }

@@ -44,7 +44,7 @@ func waitInSync(t *testing.T, ns, name string, status metav1.ConditionStatus, ac
 	t.Helper()
 	var out *convoyv1alpha1.Release
 	framework.Eventually(t, observeTimeout, func() (bool, string) {
-		r, err := getRelease(ns, name)
+		r, err := env.GetRelease(ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -88,7 +88,7 @@ func driftLists(objs ...string) func(*convoyv1alpha1.Release) (bool, string) {
 // scalableDeploymentDoc is a Deployment that leaves spec.replicas to others (an HPA).
 func scalableDeploymentDoc(name string) string {
 	labels := map[string]any{"app": name}
-	return doc(map[string]any{
+	return framework.Doc(map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
@@ -121,32 +121,32 @@ func setConfigMapData(t *testing.T, target *framework.APIServer, ns, name string
 func TestDriftManual(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "drift-manifests", map[string]string{
-		"all.yaml": docs(
-			configMapDoc("settings", map[string]string{"color": "blue"}, nil),
+	env.CreateSource(t, ns, "drift-manifests", map[string]string{
+		"all.yaml": framework.Docs(
+			framework.ConfigMapDoc("settings", map[string]string{"color": "blue"}, nil),
 			serviceDoc("web", "ClusterIP"),
 			scalableDeploymentDoc("web"),
 		),
 	})
-	createRelease(t, ns, "drift", "bare", "drift-manifests", withManualSync(), withInterval(2*time.Second))
-	waitApplied(t, ns, "drift", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "drift", "bare", "drift-manifests", framework.WithManualSync(), framework.WithInterval(2*time.Second))
+	env.WaitApplied(t, ns, "drift", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
 	// Nothing is applied yet: the drift is not known (not "3 of 3 missing"), and no sync is
 	// requested for it.
 	waitInSync(t, ns, "drift", metav1.ConditionUnknown, func(r *convoyv1alpha1.Release) (bool, string) {
 		c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionInSync)
 		return c.Reason == "NotApplied" && strings.Contains(c.Message, "is not applied yet"), "want reason NotApplied"
 	})
-	if r, err := getRelease(ns, "drift"); err != nil {
+	if r, err := env.GetRelease(ns, "drift"); err != nil {
 		t.Fatal(err)
 	} else if at := r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation]; at != "" {
 		t.Fatalf("a sync was requested (at %s) before anything was applied", at)
 	}
 	requestSyncAnnotation(t, ns, "drift")
-	applied := waitApplied(t, ns, "drift", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
-		return lastSuccessfulRef(r) != "", "nothing applied yet"
+	applied := env.WaitApplied(t, ns, "drift", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+		return framework.LastSuccessfulRef(r) != "", "nothing applied yet"
 	})
 	waitInSync(t, ns, "drift", metav1.ConditionTrue, func(r *convoyv1alpha1.Release) (bool, string) {
-		if r.Status.Drift == nil || r.Status.Drift.RenderRef != lastSuccessfulRef(applied) {
+		if r.Status.Drift == nil || r.Status.Drift.RenderRef != framework.LastSuccessfulRef(applied) {
 			return false, "drift not checked against the applied render"
 		}
 		return true, ""
@@ -165,14 +165,14 @@ func TestDriftManual(t *testing.T) {
 	if _, err := env.Bare.Kube.CoreV1().Services(ns).Patch(ctx, "web", types.MergePatchType, []byte(labelPatch), metav1.PatchOptions{FieldManager: "someone"}); err != nil {
 		t.Fatalf("label Service web: %v", err)
 	}
-	before, err := getRelease(ns, "drift")
+	before, err := env.GetRelease(ns, "drift")
 	if err != nil {
 		t.Fatal(err)
 	}
 	checked := before.Status.Drift.CheckedAt.Time
 	// Two more checks must find no drift.
 	framework.Eventually(t, observeTimeout, func() (bool, string) {
-		r, err := getRelease(ns, "drift")
+		r, err := env.GetRelease(ns, "drift")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -200,7 +200,7 @@ func TestDriftManual(t *testing.T) {
 	}
 
 	// Manual mode: convoy leaves the drift alone.
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		cm, err := configMapOnTarget(env.Bare, ns, "settings")
 		if err != nil {
 			return false, err.Error()
@@ -214,7 +214,7 @@ func TestDriftManual(t *testing.T) {
 		}
 		return true, ""
 	})
-	r, err = getRelease(ns, "drift")
+	r, err = env.GetRelease(ns, "drift")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,11 +228,11 @@ func TestDriftManual(t *testing.T) {
 func TestDriftAutomatic(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "auto-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("settings", map[string]string{"color": "blue"}, nil), serviceDoc("web", "ClusterIP")),
+	env.CreateSource(t, ns, "auto-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("settings", map[string]string{"color": "blue"}, nil), serviceDoc("web", "ClusterIP")),
 	})
-	createRelease(t, ns, "auto", "bare", "auto-manifests", withInterval(2*time.Second))
-	waitApplied(t, ns, "auto", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "auto", "bare", "auto-manifests", framework.WithInterval(2*time.Second))
+	env.WaitApplied(t, ns, "auto", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	r := waitInSync(t, ns, "auto", metav1.ConditionTrue, nil)
 	// The objects missing before the first apply were not drift: no sync was requested.
 	if at := r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation]; at != "" {
@@ -271,9 +271,9 @@ func TestDriftAutomatic(t *testing.T) {
 func TestDriftRequestsSync(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "req-manifests", map[string]string{"all.yaml": configMapDoc("settings", map[string]string{"color": "blue"}, nil)})
-	createRelease(t, ns, "req", "bare", "req-manifests", withInterval(time.Hour))
-	waitApplied(t, ns, "req", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateSource(t, ns, "req-manifests", map[string]string{"all.yaml": framework.ConfigMapDoc("settings", map[string]string{"color": "blue"}, nil)})
+	env.CreateConfigMapRelease(t, ns, "req", "bare", "req-manifests", framework.WithInterval(time.Hour))
+	env.WaitApplied(t, ns, "req", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	waitInSync(t, ns, "req", metav1.ConditionTrue, nil)
 	if err := env.Bare.Kube.CoreV1().ConfigMaps(ns).Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -310,13 +310,13 @@ func waitVerdict(t *testing.T, ns, name, verdict string, timeout time.Duration) 
 	t.Helper()
 	var out *convoyv1alpha1.Release
 	framework.Eventually(t, timeout, func() (bool, string) {
-		r, err := getRelease(ns, name)
+		r, err := env.GetRelease(ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
 		h := r.Status.Health
-		if h == nil || h.Verdict != verdict || h.RenderRef == "" || h.RenderRef != lastSuccessfulRef(r) {
-			return false, fmt.Sprintf("want verdict %s for render %s; %s", verdict, lastSuccessfulRef(r), describeHealth(r))
+		if h == nil || h.Verdict != verdict || h.RenderRef == "" || h.RenderRef != framework.LastSuccessfulRef(r) {
+			return false, fmt.Sprintf("want verdict %s for render %s; %s", verdict, framework.LastSuccessfulRef(r), describeHealth(r))
 		}
 		want := metav1.ConditionFalse
 		switch verdict {
@@ -340,10 +340,10 @@ func waitVerdict(t *testing.T, ns, name, verdict string, timeout time.Duration) 
 func TestHealthDeployment(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "web-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("web-config", map[string]string{"k": "v"}, nil), deploymentDoc("web", 3)),
+	env.CreateSource(t, ns, "web-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("web-config", map[string]string{"k": "v"}, nil), deploymentDoc("web", 3)),
 	})
-	createRelease(t, ns, "web", "live", "web-manifests", withInterval(2*time.Second))
+	env.CreateConfigMapRelease(t, ns, "web", "live", "web-manifests", framework.WithInterval(2*time.Second))
 	r := waitVerdict(t, ns, "web", "Healthy", applyTimeout)
 	ref := r.Status.Health.RenderRef
 
@@ -363,7 +363,7 @@ func TestHealthDeployment(t *testing.T) {
 		t.Errorf("inventory status waves = %+v, want wave 0 Healthy", inv.Status.Waves)
 	}
 	framework.Eventually(t, observeTimeout, func() (bool, string) {
-		r, err := getRelease(ns, "web")
+		r, err := env.GetRelease(ns, "web")
 		if err != nil {
 			return false, err.Error()
 		}
@@ -379,7 +379,7 @@ func TestHealthDeployment(t *testing.T) {
 func badDeploymentDoc(name string, deadlineSeconds int) string {
 	labels := map[string]any{"app": name}
 	podLabels := map[string]any{"app": name, "convoy-e2e/bad": "true"}
-	return doc(map[string]any{
+	return framework.Doc(map[string]any{
 		"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
@@ -399,8 +399,8 @@ func badDeploymentDoc(name string, deadlineSeconds int) string {
 func TestHealthUnreadyPods(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "bad-manifests", map[string]string{"all.yaml": badDeploymentDoc("bad", 15)})
-	createRelease(t, ns, "bad", "live", "bad-manifests", withInterval(2*time.Second))
+	env.CreateSource(t, ns, "bad-manifests", map[string]string{"all.yaml": badDeploymentDoc("bad", 15)})
+	env.CreateConfigMapRelease(t, ns, "bad", "live", "bad-manifests", framework.WithInterval(2*time.Second))
 	waitVerdict(t, ns, "bad", "Progressing", applyTimeout)
 	r := waitVerdict(t, ns, "bad", "Degraded", applyTimeout)
 	if !strings.Contains(r.Status.Health.Message, "progress deadline") {
@@ -415,7 +415,7 @@ func TestHealthUnreadyPods(t *testing.T) {
 func TestHealthFailedJob(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	job := doc(map[string]any{
+	job := framework.Doc(map[string]any{
 		"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": "migrate"},
 		"spec": map[string]any{
@@ -429,8 +429,8 @@ func TestHealthFailedJob(t *testing.T) {
 			},
 		},
 	})
-	createSource(t, ns, "job-manifests", map[string]string{"job.yaml": job})
-	createRelease(t, ns, "job", "live", "job-manifests", withInterval(2*time.Second))
+	env.CreateSource(t, ns, "job-manifests", map[string]string{"job.yaml": job})
+	env.CreateConfigMapRelease(t, ns, "job", "live", "job-manifests", framework.WithInterval(2*time.Second))
 	r := waitVerdict(t, ns, "job", "Degraded", applyTimeout)
 	if !strings.Contains(r.Status.Health.Message, "Job "+ns+"/migrate") {
 		t.Errorf("verdict message %q does not name the Job", r.Status.Health.Message)
@@ -472,14 +472,14 @@ func TestHealthCustomResource(t *testing.T) {
 		return true, ""
 	})
 	ns := env.NewNamespace(t)
-	widget := doc(map[string]any{
+	widget := framework.Doc(map[string]any{
 		"apiVersion": "e2e.convoy.kumodo.io/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "gadget"},
 		"spec":     map[string]any{"size": 3},
 	})
-	createSource(t, ns, "widget-manifests", map[string]string{"widget.yaml": widget})
-	createRelease(t, ns, "widget", "live", "widget-manifests", withInterval(2*time.Second))
-	waitApplied(t, ns, "widget", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateSource(t, ns, "widget-manifests", map[string]string{"widget.yaml": widget})
+	env.CreateConfigMapRelease(t, ns, "widget", "live", "widget-manifests", framework.WithInterval(2*time.Second))
+	env.WaitApplied(t, ns, "widget", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	// The Widget's controller reports it not Ready.
 	status := `{"status":{"observedGeneration":1,"conditions":[{"type":"Ready","status":"False","reason":"OutOfStock","message":"no gadgets left"}]}}`
 	if _, err := env.Live.Dynamic.Resource(widgets).Namespace(ns).Patch(ctx, "gadget", types.MergePatchType, []byte(status),

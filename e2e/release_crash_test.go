@@ -34,7 +34,7 @@ func crashRender(round int) map[string]string {
 	for w := range crashWaves {
 		var ds []string
 		for i := range crashPerWave {
-			ds = append(ds, doc(map[string]any{
+			ds = append(ds, framework.Doc(map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{
 					"name":        fmt.Sprintf("r%d-w%d-%02d", round, w, i),
@@ -44,17 +44,17 @@ func crashRender(round int) map[string]string {
 				"data": map[string]any{"round": strconv.Itoa(round), "wave": strconv.Itoa(w)},
 			}))
 		}
-		data[fmt.Sprintf("wave-%d.yaml", w)] = docs(ds...)
+		data[fmt.Sprintf("wave-%d.yaml", w)] = framework.Docs(ds...)
 	}
 	return data
 }
 
 // crashNames is the set of ConfigMaps of round's render.
-func crashNames(ns string, round int) map[objRef]bool {
-	out := map[objRef]bool{}
+func crashNames(ns string, round int) map[framework.ObjRef]bool {
+	out := map[framework.ObjRef]bool{}
 	for w := range crashWaves {
 		for i := range crashPerWave {
-			out[cmRef(ns, fmt.Sprintf("r%d-w%d-%02d", round, w, i))] = true
+			out[framework.ConfigMapRef(ns, fmt.Sprintf("r%d-w%d-%02d", round, w, i))] = true
 		}
 	}
 	return out
@@ -74,10 +74,10 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("round %d: watch ConfigMaps on bare: %v", round, err)
 		}
 		if round == 1 {
-			createSource(t, ns, "crash-manifests", crashRender(round))
-			createRelease(t, ns, name, "bare", "crash-manifests", withInterval(2*time.Second))
+			env.CreateSource(t, ns, "crash-manifests", crashRender(round))
+			env.CreateConfigMapRelease(t, ns, name, "bare", "crash-manifests", framework.WithInterval(2*time.Second))
 		} else {
-			updateSource(t, ns, "crash-manifests", crashRender(round))
+			env.UpdateSource(t, ns, "crash-manifests", crashRender(round))
 		}
 		seen := killMidApply(t, w, round, crashKillAfter[round-1])
 		w.Stop()
@@ -89,27 +89,27 @@ func TestCrashSafety(t *testing.T) {
 			t.Fatalf("round %d: restart the controller: %v", round, err)
 		}
 		want := crashNames(ns, round)
-		r := waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, crashRecoverWait, renderChanged(prevRef))
-		prevRef = lastSuccessfulRef(r)
+		r := env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, crashRecoverWait, renderChanged(prevRef))
+		prevRef = framework.LastSuccessfulRef(r)
 		framework.Eventually(t, crashRecoverWait, func() (bool, string) {
-			owned, err := ownedConfigMaps(env.Bare, ns, name)
+			owned, err := framework.OwnedConfigMaps(env.Bare, ns, name)
 			if err != nil {
 				return false, err.Error()
 			}
-			inv, _, err := inventory(ns, name)
+			inv, _, err := env.Inventory(ns, name)
 			if err != nil {
 				return false, err.Error()
 			}
-			if n, s := setDiff(want, owned); n > 0 {
+			if n, s := framework.SetDiff(want, owned); n > 0 {
 				return false, fmt.Sprintf("round %d: %d objects of the render missing on the target: %s", round, n, s)
 			}
-			if n, s := setDiff(owned, want); n > 0 {
+			if n, s := framework.SetDiff(owned, want); n > 0 {
 				return false, fmt.Sprintf("round %d: %d owned objects not in the render (not pruned): %s", round, n, s)
 			}
-			if n, s := setDiff(want, inv); n > 0 {
+			if n, s := framework.SetDiff(want, inv); n > 0 {
 				return false, fmt.Sprintf("round %d: %d objects missing from the inventory: %s", round, n, s)
 			}
-			if n, s := setDiff(inv, want); n > 0 {
+			if n, s := framework.SetDiff(inv, want); n > 0 {
 				return false, fmt.Sprintf("round %d: inventory lists %d objects not in the render: %s", round, n, s)
 			}
 			return true, ""
@@ -153,15 +153,15 @@ func killMidApply(t *testing.T, w watch.Interface, round, after int) int {
 // listed in its ReleaseInventory.
 func checkInventoryCoversTarget(t *testing.T, ns, name, when string) {
 	t.Helper()
-	owned, err := ownedConfigMaps(env.Bare, ns, name)
+	owned, err := framework.OwnedConfigMaps(env.Bare, ns, name)
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
 	}
-	inv, found, err := inventory(ns, name)
+	inv, found, err := env.Inventory(ns, name)
 	if err != nil {
 		t.Fatalf("%s: %v", when, err)
 	}
-	if n, s := setDiff(owned, inv); n > 0 {
+	if n, s := framework.SetDiff(owned, inv); n > 0 {
 		t.Errorf("%s: %d of %d owned objects on the target are not in the inventory (found=%v, %d entries), so a crash orphaned them: %s",
 			when, n, len(owned), found, len(inv), s)
 	} else {

@@ -21,12 +21,12 @@ const outageTimeout = 2 * time.Minute
 // own. Not parallel: it stops a shared API server.
 func TestClusterOutage(t *testing.T) {
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "outage-manifests", map[string]string{
-		"all.yaml": configMapDoc("settings", map[string]string{"k": "v"}, nil),
+	env.CreateSource(t, ns, "outage-manifests", map[string]string{
+		"all.yaml": framework.ConfigMapDoc("settings", map[string]string{"k": "v"}, nil),
 	})
-	createRelease(t, ns, "outage", "fault", "outage-manifests",
-		withInterval(3*time.Second), withBackoff(time.Second, 4*time.Second))
-	waitApplied(t, ns, "outage", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "outage", "fault", "outage-manifests",
+		framework.WithInterval(3*time.Second), framework.WithBackoff(time.Second, 4*time.Second))
+	env.WaitApplied(t, ns, "outage", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 
 	if err := env.Fault.Stop(); err != nil {
 		t.Fatalf("stop the fault API server: %v", err)
@@ -40,14 +40,14 @@ func TestClusterOutage(t *testing.T) {
 		}
 	})
 	waitClusterReady(t, ns, "fault", metav1.ConditionFalse)
-	waitApplied(t, ns, "outage", convoyv1alpha1.ReasonClusterNotReady, outageTimeout, nil)
+	env.WaitApplied(t, ns, "outage", convoyv1alpha1.ReasonClusterNotReady, outageTimeout, nil)
 
 	if err := env.Fault.Start(); err != nil {
 		t.Fatalf("restart the fault API server: %v", err)
 	}
 	restarted = true
 	waitClusterReady(t, ns, "fault", metav1.ConditionTrue)
-	waitApplied(t, ns, "outage", convoyv1alpha1.ReasonApplied, outageTimeout, nil)
+	env.WaitApplied(t, ns, "outage", convoyv1alpha1.ReasonApplied, outageTimeout, nil)
 	if _, err := configMapOnTarget(env.Fault, ns, "settings"); err != nil {
 		t.Errorf("ConfigMap settings after the outage: %v", err)
 	}

@@ -18,23 +18,23 @@ import (
 func TestReleaseCreate(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "web-manifests", map[string]string{
-		"config.yaml":   configMapDoc("web-config", map[string]string{"color": "blue"}, nil),
-		"workload.yaml": docs(deploymentDoc("web", 2), serviceDoc("web", "ClusterIP")),
+	env.CreateSource(t, ns, "web-manifests", map[string]string{
+		"config.yaml":   framework.ConfigMapDoc("web-config", map[string]string{"color": "blue"}, nil),
+		"workload.yaml": framework.Docs(deploymentDoc("web", 2), serviceDoc("web", "ClusterIP")),
 	})
-	createRelease(t, ns, "web", "live", "web-manifests")
+	env.CreateConfigMapRelease(t, ns, "web", "live", "web-manifests")
 
-	r := waitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	r := env.WaitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	if appliedStatus(r) != metav1.ConditionTrue {
-		t.Errorf("Applied status = %q, want True: %s", appliedStatus(r), describeApplied(r))
+		t.Errorf("Applied status = %q, want True: %s", appliedStatus(r), framework.DescribeApplied(r))
 	}
 	if !slices.Contains(r.Finalizers, convoyv1alpha1.PruneWorkloadsFinalizer) {
 		t.Errorf("finalizers = %v, want %s", r.Finalizers, convoyv1alpha1.PruneWorkloadsFinalizer)
 	}
 
 	kube := env.Live.Kube
-	objects := map[objRef]func() (metav1.Object, error){
-		cmRef(ns, "web-config"): func() (metav1.Object, error) {
+	objects := map[framework.ObjRef]func() (metav1.Object, error){
+		framework.ConfigMapRef(ns, "web-config"): func() (metav1.Object, error) {
 			return kube.CoreV1().ConfigMaps(ns).Get(ctx, "web-config", metav1.GetOptions{})
 		},
 		{Group: "apps", Kind: "Deployment", Namespace: ns, Name: "web"}: func() (metav1.Object, error) {
@@ -44,7 +44,7 @@ func TestReleaseCreate(t *testing.T) {
 			return kube.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{})
 		},
 	}
-	want := map[objRef]bool{}
+	want := map[framework.ObjRef]bool{}
 	for ref, get := range objects {
 		want[ref] = true
 		obj, err := get()
@@ -57,14 +57,14 @@ func TestReleaseCreate(t *testing.T) {
 		}
 	}
 
-	inv, found, err := inventory(ns, "web")
+	inv, found, err := env.Inventory(ns, "web")
 	if err != nil || !found {
 		t.Fatalf("ReleaseInventory %s/web: found=%v err=%v", ns, found, err)
 	}
-	if n, missing := setDiff(want, inv); n > 0 {
+	if n, missing := framework.SetDiff(want, inv); n > 0 {
 		t.Errorf("inventory lacks %d applied objects: %s", n, missing)
 	}
-	if n, extra := setDiff(inv, want); n > 0 {
+	if n, extra := framework.SetDiff(inv, want); n > 0 {
 		t.Errorf("inventory lists %d objects not in the render: %s", n, extra)
 	}
 }
@@ -74,26 +74,26 @@ func TestReleaseCreate(t *testing.T) {
 func TestReleaseUpdateAndPrune(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "app-manifests", map[string]string{
-		"app.yaml": docs(
-			configMapDoc("settings", map[string]string{"color": "blue"}, nil),
-			configMapDoc("extra", map[string]string{"x": "1"}, nil),
+	env.CreateSource(t, ns, "app-manifests", map[string]string{
+		"app.yaml": framework.Docs(
+			framework.ConfigMapDoc("settings", map[string]string{"color": "blue"}, nil),
+			framework.ConfigMapDoc("extra", map[string]string{"x": "1"}, nil),
 			deploymentDoc("app", 1),
 		),
 	})
-	createRelease(t, ns, "app", "live", "app-manifests")
-	first := waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "app", "live", "app-manifests")
+	first := env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	if _, err := configMapOnTarget(env.Live, ns, "extra"); err != nil {
 		t.Fatalf("ConfigMap extra after the first apply: %v", err)
 	}
 
-	updateSource(t, ns, "app-manifests", map[string]string{
-		"app.yaml": docs(
-			configMapDoc("settings", map[string]string{"color": "green"}, nil),
+	env.UpdateSource(t, ns, "app-manifests", map[string]string{
+		"app.yaml": framework.Docs(
+			framework.ConfigMapDoc("settings", map[string]string{"color": "green"}, nil),
 			deploymentDoc("app", 1),
 		),
 	})
-	waitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(lastSuccessfulRef(first)))
+	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(framework.LastSuccessfulRef(first)))
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
 		cm, err := configMapOnTarget(env.Live, ns, "settings")
 		if err != nil {
@@ -102,16 +102,16 @@ func TestReleaseUpdateAndPrune(t *testing.T) {
 		if cm.Data["color"] != "green" {
 			return false, fmt.Sprintf("settings color = %q, want green", cm.Data["color"])
 		}
-		return notFound("pruned ConfigMap extra", func() error { _, err := configMapOnTarget(env.Live, ns, "extra"); return err })
+		return framework.NotFound("pruned ConfigMap extra", func() error { _, err := configMapOnTarget(env.Live, ns, "extra"); return err })
 	})
-	inv, _, err := inventory(ns, "app")
+	inv, _, err := env.Inventory(ns, "app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inv[cmRef(ns, "extra")] {
+	if inv[framework.ConfigMapRef(ns, "extra")] {
 		t.Errorf("inventory still lists the pruned ConfigMap extra: %v", inv)
 	}
-	if !inv[cmRef(ns, "settings")] {
+	if !inv[framework.ConfigMapRef(ns, "settings")] {
 		t.Errorf("inventory lacks ConfigMap settings: %v", inv)
 	}
 }
@@ -120,17 +120,17 @@ func TestReleaseUpdateAndPrune(t *testing.T) {
 func TestReleasePruneDisabled(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "keep-manifests", map[string]string{
-		"a.yaml": configMapDoc("settings", map[string]string{"color": "blue"}, nil),
-		"b.yaml": configMapDoc("extra", map[string]string{"x": "1"}, nil),
+	env.CreateSource(t, ns, "keep-manifests", map[string]string{
+		"a.yaml": framework.ConfigMapDoc("settings", map[string]string{"color": "blue"}, nil),
+		"b.yaml": framework.ConfigMapDoc("extra", map[string]string{"x": "1"}, nil),
 	})
-	createRelease(t, ns, "keep", "bare", "keep-manifests", withPrune(false))
-	first := waitApplied(t, ns, "keep", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "keep", "bare", "keep-manifests", framework.WithPrune(false))
+	first := env.WaitApplied(t, ns, "keep", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 
-	updateSource(t, ns, "keep-manifests", map[string]string{
-		"a.yaml": configMapDoc("settings", map[string]string{"color": "green"}, nil),
+	env.UpdateSource(t, ns, "keep-manifests", map[string]string{
+		"a.yaml": framework.ConfigMapDoc("settings", map[string]string{"color": "green"}, nil),
 	})
-	waitApplied(t, ns, "keep", convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(lastSuccessfulRef(first)))
+	env.WaitApplied(t, ns, "keep", convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(framework.LastSuccessfulRef(first)))
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
 		cm, err := configMapOnTarget(env.Bare, ns, "settings")
 		if err != nil {
@@ -138,7 +138,7 @@ func TestReleasePruneDisabled(t *testing.T) {
 		}
 		return cm.Data["color"] == "green", fmt.Sprintf("settings color = %q, want green", cm.Data["color"])
 	})
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		cm, err := configMapOnTarget(env.Bare, ns, "extra")
 		if err != nil {
 			return false, fmt.Sprintf("ConfigMap extra removed from the render was pruned despite prune: false: %v", err)
@@ -151,15 +151,15 @@ func TestReleasePruneDisabled(t *testing.T) {
 func TestReleaseDelete(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "gone-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("settings", map[string]string{"k": "v"}, nil), deploymentDoc("gone", 1)),
+	env.CreateSource(t, ns, "gone-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("settings", map[string]string{"k": "v"}, nil), deploymentDoc("gone", 1)),
 	})
-	createRelease(t, ns, "gone", "live", "gone-manifests")
-	waitApplied(t, ns, "gone", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "gone", "live", "gone-manifests")
+	env.WaitApplied(t, ns, "gone", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 
 	deleteRelease(t, ns, "gone")
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		return notFound("Release gone", func() error { _, err := getRelease(ns, "gone"); return err })
+		return framework.NotFound("Release gone", func() error { _, err := env.GetRelease(ns, "gone"); return err })
 	})
 	checks := map[string]func() error{
 		"ConfigMap settings on live": func() error { _, err := configMapOnTarget(env.Live, ns, "settings"); return err },
@@ -173,7 +173,7 @@ func TestReleaseDelete(t *testing.T) {
 		},
 	}
 	for what, get := range checks {
-		if ok, msg := notFound(what, get); !ok {
+		if ok, msg := framework.NotFound(what, get); !ok {
 			t.Errorf("after the Release is gone: %s", msg)
 		}
 	}
@@ -184,23 +184,23 @@ func TestReleaseDelete(t *testing.T) {
 func TestReleaseDeleteKeepWorkloads(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "kept-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("settings", map[string]string{"k": "v"}, nil), serviceDoc("kept", "ClusterIP")),
+	env.CreateSource(t, ns, "kept-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("settings", map[string]string{"k": "v"}, nil), serviceDoc("kept", "ClusterIP")),
 	})
-	createRelease(t, ns, "kept", "bare", "kept-manifests", withKeepWorkloads())
-	waitApplied(t, ns, "kept", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "kept", "bare", "kept-manifests", framework.WithKeepWorkloads())
+	env.WaitApplied(t, ns, "kept", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 
 	deleteRelease(t, ns, "kept")
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		return notFound("Release kept", func() error { _, err := getRelease(ns, "kept"); return err })
+		return framework.NotFound("Release kept", func() error { _, err := env.GetRelease(ns, "kept"); return err })
 	})
-	if ok, msg := notFound("ReleaseInventory kept", func() error {
+	if ok, msg := framework.NotFound("ReleaseInventory kept", func() error {
 		_, err := env.Convoy().CoreV1alpha1().ReleaseInventories(ns).Get(ctx, "kept", metav1.GetOptions{})
 		return err
 	}); !ok {
 		t.Errorf("after the Release is gone: %s", msg)
 	}
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		if _, err := configMapOnTarget(env.Bare, ns, "settings"); err != nil {
 			return false, fmt.Sprintf("ConfigMap settings with keepWorkloads: %v", err)
 		}
@@ -216,13 +216,13 @@ func TestReleaseDeleteKeepWorkloads(t *testing.T) {
 func TestReleaseUnappliable(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "broken-manifests", map[string]string{
-		"1-good.yaml": configMapDoc("good-a", map[string]string{"k": "v"}, nil),
+	env.CreateSource(t, ns, "broken-manifests", map[string]string{
+		"1-good.yaml": framework.ConfigMapDoc("good-a", map[string]string{"k": "v"}, nil),
 		"2-bad.yaml":  serviceDoc("bad-svc", "NoSuchType"),
-		"3-good.yaml": docs(configMapDoc("good-b", map[string]string{"k": "v"}, nil), deploymentDoc("good-c", 1)),
+		"3-good.yaml": framework.Docs(framework.ConfigMapDoc("good-b", map[string]string{"k": "v"}, nil), deploymentDoc("good-c", 1)),
 	})
-	createRelease(t, ns, "broken", "bare", "broken-manifests")
-	r := waitApplied(t, ns, "broken", convoyv1alpha1.ReasonUnappliable, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "broken", "bare", "broken-manifests")
+	r := env.WaitApplied(t, ns, "broken", convoyv1alpha1.ReasonUnappliable, applyTimeout, nil)
 	c := findApplied(r)
 	if !strings.Contains(c.Message, "bad-svc") {
 		t.Errorf("Unappliable message does not name the rejected object bad-svc: %q", c.Message)
@@ -230,7 +230,7 @@ func TestReleaseUnappliable(t *testing.T) {
 	if c.Status != metav1.ConditionFalse {
 		t.Errorf("Applied status = %s, want False", c.Status)
 	}
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		cms, err := env.Bare.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -240,18 +240,18 @@ func TestReleaseUnappliable(t *testing.T) {
 				return false, fmt.Sprintf("ConfigMap %s of the unappliable render is on the target", cm.Name)
 			}
 		}
-		if ok, msg := notFound("Deployment good-c", func() error {
+		if ok, msg := framework.NotFound("Deployment good-c", func() error {
 			_, err := env.Bare.Kube.AppsV1().Deployments(ns).Get(ctx, "good-c", metav1.GetOptions{})
 			return err
 		}); !ok {
 			return false, msg + " (of the unappliable render)"
 		}
-		return notFound("Service bad-svc", func() error {
+		return framework.NotFound("Service bad-svc", func() error {
 			_, err := env.Bare.Kube.CoreV1().Services(ns).Get(ctx, "bad-svc", metav1.GetOptions{})
 			return err
 		})
 	})
-	if inv, _, err := inventory(ns, "broken"); err != nil || len(inv) > 0 {
+	if inv, _, err := env.Inventory(ns, "broken"); err != nil || len(inv) > 0 {
 		t.Errorf("inventory of an unappliable first render = %v (err %v), want empty", inv, err)
 	}
 }
@@ -271,13 +271,13 @@ func findApplied(r *convoyv1alpha1.Release) metav1.Condition {
 func TestReleaseManualSync(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "manual-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("settings", map[string]string{"k": "v"}, nil), serviceDoc("manual", "ClusterIP")),
+	env.CreateSource(t, ns, "manual-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("settings", map[string]string{"k": "v"}, nil), serviceDoc("manual", "ClusterIP")),
 	})
-	createRelease(t, ns, "manual", "bare", "manual-manifests", withManualSync())
-	waitApplied(t, ns, "manual", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
-	consistently(t, quietPeriod, func() (bool, string) {
-		return notFound("ConfigMap settings before a sync was requested", func() error {
+	env.CreateConfigMapRelease(t, ns, "manual", "bare", "manual-manifests", framework.WithManualSync())
+	env.WaitApplied(t, ns, "manual", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
+		return framework.NotFound("ConfigMap settings before a sync was requested", func() error {
 			_, err := configMapOnTarget(env.Bare, ns, "settings")
 			return err
 		})
@@ -288,7 +288,7 @@ func TestReleaseManualSync(t *testing.T) {
 	if _, err := env.Convoy().CoreV1alpha1().Releases(ns).Patch(ctx, "manual", "application/merge-patch+json", []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatalf("request a sync: %v", err)
 	}
-	waitApplied(t, ns, "manual", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+	env.WaitApplied(t, ns, "manual", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		at := r.Status.LastHandledSyncAt
 		if at == nil || at.Time.Before(requested) {
 			return false, fmt.Sprintf("lastHandledSyncAt = %v, want >= %s", at, requested.Format(time.RFC3339))
@@ -308,17 +308,17 @@ func TestReleaseManualSync(t *testing.T) {
 func TestReleaseConflict(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "first-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("shared", map[string]string{"owner": "first"}, nil), configMapDoc("first-only", map[string]string{"k": "v"}, nil)),
+	env.CreateSource(t, ns, "first-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("shared", map[string]string{"owner": "first"}, nil), framework.ConfigMapDoc("first-only", map[string]string{"k": "v"}, nil)),
 	})
-	createSource(t, ns, "second-manifests", map[string]string{
-		"all.yaml": docs(configMapDoc("shared", map[string]string{"owner": "second"}, nil), configMapDoc("second-only", map[string]string{"k": "v"}, nil)),
+	env.CreateSource(t, ns, "second-manifests", map[string]string{
+		"all.yaml": framework.Docs(framework.ConfigMapDoc("shared", map[string]string{"owner": "second"}, nil), framework.ConfigMapDoc("second-only", map[string]string{"k": "v"}, nil)),
 	})
-	createRelease(t, ns, "first", "bare", "first-manifests")
-	waitApplied(t, ns, "first", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "first", "bare", "first-manifests")
+	env.WaitApplied(t, ns, "first", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 
-	createRelease(t, ns, "second", "bare", "second-manifests")
-	r := waitApplied(t, ns, "second", convoyv1alpha1.ReasonConflict, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, "second", "bare", "second-manifests")
+	r := env.WaitApplied(t, ns, "second", convoyv1alpha1.ReasonConflict, applyTimeout, nil)
 	if msg := findApplied(r).Message; !strings.Contains(msg, "shared") {
 		t.Errorf("Conflict message does not name the ConfigMap shared: %q", msg)
 	}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -42,81 +40,18 @@ func chartVersion(t *testing.T, name, v string) *chart.Chart {
 	return ch
 }
 
-// publish adds charts to repo, failing the test on error.
-func publish(t *testing.T, repo *framework.HelmRepo, charts ...*chart.Chart) {
-	t.Helper()
-	for _, ch := range charts {
-		if err := repo.AddChart(ch); err != nil {
-			t.Fatalf("publish chart %s %s: %v", ch.Name(), ch.Metadata.Version, err)
-		}
-	}
-}
-
-// newRelease is a Release of ns applied to cluster with targetNamespace ns, without a source.
-func newRelease(ns, name, cluster string) *convoyv1alpha1.Release {
-	return &convoyv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: convoyv1alpha1.ReleaseSpec{
-			ClusterRef:      convoyv1alpha1.LocalObjectReference{Name: cluster},
-			TargetNamespace: ns,
-		},
-	}
-}
-
-// createHelmRelease creates a Release of chart from the repository at repoURL (http or oci).
-func createHelmRelease(t *testing.T, ns, name, cluster, repoURL, chartName, version string, opts ...releaseOption) {
-	t.Helper()
-	r := newRelease(ns, name, cluster)
-	r.Spec.Source.Helm = &convoyv1alpha1.HelmSource{RepoURL: repoURL, Chart: chartName, Version: version}
-	r.Spec.ContentType = convoyv1alpha1.ContentTypeHelm
-	createReleaseObject(t, r, opts...)
-}
-
 // createGitRelease creates a Release of path in the git repository at url, at ref.
-func createGitRelease(t *testing.T, ns, name, cluster, url string, ref convoyv1alpha1.GitRef, path string, ct convoyv1alpha1.ContentType, opts ...releaseOption) {
+func createGitRelease(t *testing.T, ns, name, cluster, url string, ref convoyv1alpha1.GitRef, path string, ct convoyv1alpha1.ContentType, opts ...framework.ReleaseOption) {
 	t.Helper()
-	r := newRelease(ns, name, cluster)
+	r := framework.NewRelease(ns, name, cluster)
 	r.Spec.Source.Git = &convoyv1alpha1.GitSource{URL: url, Ref: ref, Path: path}
 	r.Spec.ContentType = ct
-	createReleaseObject(t, r, opts...)
-}
-
-func createReleaseObject(t *testing.T, r *convoyv1alpha1.Release, opts ...releaseOption) {
-	t.Helper()
-	for _, o := range opts {
-		o(r)
-	}
-	if _, err := env.Convoy().CoreV1alpha1().Releases(r.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Release %s/%s: %v", r.Namespace, r.Name, err)
-	}
-}
-
-// withValues sets spec.values (the strongest values layer).
-func withValues(values map[string]any) releaseOption {
-	raw, err := json.Marshal(values)
-	if err != nil {
-		panic(fmt.Sprintf("marshal values: %v", err)) // the tests' own literals
-	}
-	return func(r *convoyv1alpha1.Release) { r.Spec.Values = &apiextensionsv1.JSON{Raw: raw} }
-}
-
-// withValuesFrom sets spec.valuesFrom.
-func withValuesFrom(refs ...convoyv1alpha1.ValuesReference) releaseOption {
-	return func(r *convoyv1alpha1.Release) { r.Spec.ValuesFrom = refs }
+	env.CreateRelease(t, r, opts...)
 }
 
 // withMutations sets spec.mutations.
-func withMutations(ms ...convoyv1alpha1.Mutation) releaseOption {
+func withMutations(ms ...convoyv1alpha1.Mutation) framework.ReleaseOption {
 	return func(r *convoyv1alpha1.Release) { r.Spec.Mutations = ms }
-}
-
-// rawJSON is v as an apiextensions JSON value.
-func rawJSON(v any) *apiextensionsv1.JSON {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshal %v: %v", v, err)) // the tests' own literals
-	}
-	return &apiextensionsv1.JSON{Raw: raw}
 }
 
 // createValuesConfigMap creates a ConfigMap on mgmt holding values under key.
@@ -150,50 +85,24 @@ func revisionIs(want string) func(*convoyv1alpha1.Release) (bool, string) {
 	}
 }
 
-// messageContains accepts a Release whose Applied message holds every part.
-func messageContains(parts ...string) func(*convoyv1alpha1.Release) (bool, string) {
-	return func(r *convoyv1alpha1.Release) (bool, string) {
-		msg := ""
-		if c := appliedCondition(r); c != nil {
-			msg = c.Message
-		}
-		for _, p := range parts {
-			if !strings.Contains(msg, p) {
-				return false, fmt.Sprintf("message lacks %q", p)
-			}
-		}
-		return true, ""
-	}
-}
-
-// appliedCondition returns the Applied condition, or nil.
-func appliedCondition(r *convoyv1alpha1.Release) *metav1.Condition {
-	for i := range r.Status.Conditions {
-		if r.Status.Conditions[i].Type == convoyv1alpha1.ConditionApplied {
-			return &r.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // checkNothingApplied fails the test when Release ns/name owns any ConfigMap on target or has
 // inventory entries: a failed render or fetch applies nothing.
 func checkNothingApplied(t *testing.T, target *framework.APIServer, ns, name string) {
 	t.Helper()
-	owned, err := ownedConfigMaps(target, ns, name)
+	owned, err := framework.OwnedConfigMaps(target, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(owned) > 0 {
-		n, sample := setDiff(owned, nil)
+		n, sample := framework.SetDiff(owned, nil)
 		t.Errorf("Release %s/%s applied %d ConfigMaps to %s: %s", ns, name, n, target.Name, sample)
 	}
-	inv, _, err := inventory(ns, name)
+	inv, _, err := env.Inventory(ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(inv) > 0 {
-		n, sample := setDiff(inv, nil)
+		n, sample := framework.SetDiff(inv, nil)
 		t.Errorf("Release %s/%s has %d inventory entries: %s", ns, name, n, sample)
 	}
 }
@@ -256,29 +165,6 @@ func allowClusterScoped(t *testing.T, ns, name string) {
 // unstructuredInt reads an integer field of an unstructured object.
 func unstructuredInt(obj map[string]any, fields ...string) (int64, bool, error) {
 	return unstructured.NestedInt64(obj, fields...)
-}
-
-// newGitRepo creates repository name on a git server of its own for the test.
-func newGitRepo(t *testing.T, name string) *framework.GitRepo {
-	t.Helper()
-	repo, err := framework.NewGitServer(t).NewRepo(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return repo
-}
-
-// commitFiles writes files into repo's work tree, commits them all and returns the commit id.
-func commitFiles(t *testing.T, repo *framework.GitRepo, message string, files map[string]string) string {
-	t.Helper()
-	if err := repo.WriteFiles(files); err != nil {
-		t.Fatal(err)
-	}
-	commit, err := repo.Commit(message)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return commit
 }
 
 // bigChart is a chart named big whose archive is larger than the controller's download limit:

@@ -28,12 +28,12 @@ func TestRenderHelmRepoSemver(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, chartVersion(t, "webapp", "1.0.0"), chartVersion(t, "webapp", "1.2.0"), chartVersion(t, "webapp", "2.0.0"))
+	framework.Publish(t, repo, chartVersion(t, "webapp", "1.0.0"), chartVersion(t, "webapp", "1.2.0"), chartVersion(t, "webapp", "2.0.0"))
 
-	createHelmRelease(t, ns, "web", "live", repo.URL, "webapp", ">=1.1 <2")
-	r := waitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.2.0"))
+	env.CreateHelmRelease(t, ns, "web", "live", repo.URL, "webapp", ">=1.1 <2")
+	r := env.WaitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.2.0"))
 	if appliedStatus(r) != metav1.ConditionTrue {
-		t.Errorf("Applied status = %q: %s", appliedStatus(r), describeApplied(r))
+		t.Errorf("Applied status = %q: %s", appliedStatus(r), framework.DescribeApplied(r))
 	}
 
 	cm := configMapData(t, env.Live, ns, "web-config", dataIs(map[string]string{
@@ -64,10 +64,10 @@ func TestRenderHelmCRDs(t *testing.T) {
 	ns := env.NewNamespace(t)
 	allowClusterScoped(t, ns, "live")
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, loadTestChart(t, "widgets"))
+	framework.Publish(t, repo, loadTestChart(t, "widgets"))
 
-	createHelmRelease(t, ns, "widgets", "live", repo.URL, "widgets", "0.1.0", withValues(map[string]any{"size": 5}))
-	waitApplied(t, ns, "widgets", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("0.1.0"))
+	env.CreateHelmRelease(t, ns, "widgets", "live", repo.URL, "widgets", "0.1.0", framework.WithValues(map[string]any{"size": 5}))
+	env.WaitApplied(t, ns, "widgets", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("0.1.0"))
 
 	crd := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 	if _, err := env.Live.Dynamic.Resource(crd).Get(ctx, "widgets.e2e.convoy.kumodo.io", metav1.GetOptions{}); err != nil {
@@ -105,8 +105,8 @@ func TestRenderHelmDependencies(t *testing.T) {
 		t.Fatalf("publish deps: %v", err)
 	}
 
-	createHelmRelease(t, ns, "deps", "live", repo.URL, "deps", "")
-	waitApplied(t, ns, "deps", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("0.1.0"))
+	env.CreateHelmRelease(t, ns, "deps", "live", repo.URL, "deps", "")
+	env.WaitApplied(t, ns, "deps", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("0.1.0"))
 	configMapData(t, env.Live, ns, "deps-parent", dataIs(map[string]string{"chart": "deps"}))
 	configMapData(t, env.Live, ns, "deps-inline", dataIs(map[string]string{"greeting": "from-parent"}))
 	configMapData(t, env.Live, ns, "deps-declared", dataIs(map[string]string{"greeting": "from-parent"}))
@@ -124,8 +124,8 @@ func TestRenderHelmOCI(t *testing.T) {
 		}
 	}
 
-	createHelmRelease(t, ns, "web", "live", "oci://"+reg.Host+"/charts", "webapp", "1.x")
-	waitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.1.0"))
+	env.CreateHelmRelease(t, ns, "web", "live", "oci://"+reg.Host+"/charts", "webapp", "1.x")
+	env.WaitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.1.0"))
 	configMapData(t, env.Live, ns, "web-config", dataIs(map[string]string{"chartVersion": "1.1.0"}))
 }
 
@@ -134,22 +134,22 @@ func TestRenderHelmOCI(t *testing.T) {
 func TestRenderGitBranchAndTag(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	repo := newGitRepo(t, "app")
-	first := commitFiles(t, repo, "blue", map[string]string{
-		"manifests/app.yaml": configMapDoc("git-app", map[string]string{"color": "blue"}, nil),
+	repo := framework.NewGitRepo(t, "app")
+	first := framework.CommitFiles(t, repo, "blue", map[string]string{
+		"manifests/app.yaml": framework.ConfigMapDoc("git-app", map[string]string{"color": "blue"}, nil),
 		"README.md":          "not a manifest, and outside the path anyway\n",
 	})
 	if err := repo.Tag("v1"); err != nil {
 		t.Fatal(err)
 	}
-	second := commitFiles(t, repo, "green", map[string]string{
-		"manifests/app.yaml": configMapDoc("git-app", map[string]string{"color": "green"}, nil),
+	second := framework.CommitFiles(t, repo, "green", map[string]string{
+		"manifests/app.yaml": framework.ConfigMapDoc("git-app", map[string]string{"color": "green"}, nil),
 	})
 
 	createGitRelease(t, ns, "at-branch", "live", repo.URL, convoyv1alpha1.GitRef{Branch: "main"}, "manifests", convoyv1alpha1.ContentTypeManifests)
 	createGitRelease(t, ns, "at-tag", "bare", repo.URL, convoyv1alpha1.GitRef{Tag: "v1"}, "manifests", convoyv1alpha1.ContentTypeManifests)
-	waitApplied(t, ns, "at-branch", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs(second))
-	waitApplied(t, ns, "at-tag", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs(first))
+	env.WaitApplied(t, ns, "at-branch", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs(second))
+	env.WaitApplied(t, ns, "at-tag", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs(first))
 	configMapData(t, env.Live, ns, "git-app", dataIs(map[string]string{"color": "green"}))
 	configMapData(t, env.Bare, ns, "git-app", dataIs(map[string]string{"color": "blue"}))
 }
@@ -159,10 +159,10 @@ func TestRenderGitBranchAndTag(t *testing.T) {
 func TestRenderKustomizeFromGit(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	repo := newGitRepo(t, "kustomized")
-	commit := commitFiles(t, repo, "overlay", map[string]string{
+	repo := framework.NewGitRepo(t, "kustomized")
+	commit := framework.CommitFiles(t, repo, "overlay", map[string]string{
 		"base/kustomization.yaml": "resources:\n- config.yaml\n- deployment.yaml\n",
-		"base/config.yaml":        configMapDoc("settings", map[string]string{"color": "blue"}, nil),
+		"base/config.yaml":        framework.ConfigMapDoc("settings", map[string]string{"color": "blue"}, nil),
 		"base/deployment.yaml":    deploymentDoc("api", 1),
 		"overlays/prod/kustomization.yaml": "resources:\n- ../../base\nnamePrefix: prod-\n" +
 			"labels:\n- pairs:\n    tier: prod\n  includeSelectors: false\n" +
@@ -170,7 +170,7 @@ func TestRenderKustomizeFromGit(t *testing.T) {
 	})
 
 	createGitRelease(t, ns, "api", "live", repo.URL, convoyv1alpha1.GitRef{Branch: "main"}, "overlays/prod", convoyv1alpha1.ContentTypeKustomize)
-	waitApplied(t, ns, "api", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs(commit))
+	env.WaitApplied(t, ns, "api", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs(commit))
 	cm := configMapData(t, env.Live, ns, "prod-settings", dataIs(map[string]string{"color": "red"}))
 	if cm.Labels["tier"] != "prod" {
 		t.Errorf("ConfigMap prod-settings labels %v, want tier=prod", cm.Labels)
@@ -185,15 +185,15 @@ func TestRenderMutations(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, loadTestChart(t, "webapp"))
+	framework.Publish(t, repo, loadTestChart(t, "webapp"))
 
-	createHelmRelease(t, ns, "web", "live", repo.URL, "webapp", "1.0.0", withMutations(
+	env.CreateHelmRelease(t, ns, "web", "live", repo.URL, "webapp", "1.0.0", withMutations(
 		convoyv1alpha1.Mutation{Target: &convoyv1alpha1.MutationTarget{Kind: "ConfigMap"}, Labels: map[string]string{"team": "payments"}},
 		convoyv1alpha1.Mutation{Images: []convoyv1alpha1.ImageMutation{{Name: "registry.example/webapp", NewName: "mirror.example/webapp", NewTag: "2.0"}}},
 		convoyv1alpha1.Mutation{Target: &convoyv1alpha1.MutationTarget{Group: "apps", Kind: "Deployment", Name: "web"},
-			JSONPatch: []convoyv1alpha1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: rawJSON(3)}}},
+			JSONPatch: []convoyv1alpha1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: framework.RawJSON(3)}}},
 	))
-	waitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.WaitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 
 	cm, err := configMapOnTarget(env.Live, ns, "web-config")
 	if err != nil {
@@ -223,14 +223,14 @@ func TestRenderFailures(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, loadTestChart(t, "broken"), loadTestChart(t, "webapp"), bigChart(t))
+	framework.Publish(t, repo, loadTestChart(t, "broken"), loadTestChart(t, "webapp"), bigChart(t))
 	unreachable := closedURL(t)
-	git := newGitRepo(t, "escape")
-	commitFiles(t, git, "ok", map[string]string{"manifests/ok.yaml": configMapDoc("escape-ok", map[string]string{"a": "b"}, nil)})
+	git := framework.NewGitRepo(t, "escape")
+	framework.CommitFiles(t, git, "ok", map[string]string{"manifests/ok.yaml": framework.ConfigMapDoc("escape-ok", map[string]string{"a": "b"}, nil)})
 	if err := git.Symlink("manifests/passwd.yaml", "../../../../../etc/passwd"); err != nil {
 		t.Fatal(err)
 	}
-	commitFiles(t, git, "escape", nil)
+	framework.CommitFiles(t, git, "escape", nil)
 
 	tests := []struct {
 		name   string
@@ -239,25 +239,25 @@ func TestRenderFailures(t *testing.T) {
 		want   []string
 	}{{
 		name:   "broken-template",
-		create: func(name string) { createHelmRelease(t, ns, name, "live", repo.URL, "broken", "") },
+		create: func(name string) { env.CreateHelmRelease(t, ns, name, "live", repo.URL, "broken", "") },
 		reason: convoyv1alpha1.ReasonRenderFailed,
 		want:   []string{"broken/templates/bad.yaml", "line 7"},
 	}, {
 		name: "missing-values-secret",
 		create: func(name string) {
-			createHelmRelease(t, ns, name, "live", repo.URL, "webapp", "1.0.0",
-				withValuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "absent-values"}))
+			env.CreateHelmRelease(t, ns, name, "live", repo.URL, "webapp", "1.0.0",
+				framework.WithValuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "absent-values"}))
 		},
 		reason: convoyv1alpha1.ReasonRenderFailed,
 		want:   []string{"valuesFrom[0]", "Secret " + ns + "/absent-values", "not found"},
 	}, {
 		name:   "unreachable-repo",
-		create: func(name string) { createHelmRelease(t, ns, name, "live", unreachable, "webapp", "1.0.0") },
+		create: func(name string) { env.CreateHelmRelease(t, ns, name, "live", unreachable, "webapp", "1.0.0") },
 		reason: convoyv1alpha1.ReasonFetchFailed,
 		want:   []string{"index", "connection refused"},
 	}, {
 		name:   "too-large-chart",
-		create: func(name string) { createHelmRelease(t, ns, name, "live", repo.URL, "big", "") },
+		create: func(name string) { env.CreateHelmRelease(t, ns, name, "live", repo.URL, "big", "") },
 		reason: convoyv1alpha1.ReasonFetchFailed,
 		want:   []string{"big", fmt.Sprintf("over the download limit of %d bytes", framework.ControllerMaxDownloadBytes)},
 	}, {
@@ -271,19 +271,19 @@ func TestRenderFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.create(tt.name)
-			r := waitApplied(t, ns, tt.name, tt.reason, applyTimeout, messageContains(tt.want...))
-			t.Logf("%s", describeApplied(r))
+			r := env.WaitApplied(t, ns, tt.name, tt.reason, applyTimeout, framework.MessageContains(tt.want...))
+			t.Logf("%s", framework.DescribeApplied(r))
 			if appliedStatus(r) != metav1.ConditionFalse {
-				t.Errorf("Applied status = %q, want False: %s", appliedStatus(r), describeApplied(r))
+				t.Errorf("Applied status = %q, want False: %s", appliedStatus(r), framework.DescribeApplied(r))
 			}
 			// The failure is stable: nothing gets applied while it lasts.
-			consistently(t, quietPeriod, func() (bool, string) {
-				r, err := getRelease(ns, tt.name)
+			framework.Consistently(t, quietPeriod, func() (bool, string) {
+				r, err := env.GetRelease(ns, tt.name)
 				if err != nil {
 					return false, err.Error()
 				}
-				if c := appliedCondition(r); c == nil || c.Reason != tt.reason {
-					return false, describeApplied(r)
+				if c := framework.AppliedCondition(r); c == nil || c.Reason != tt.reason {
+					return false, framework.DescribeApplied(r)
 				}
 				return true, ""
 			})
@@ -318,11 +318,11 @@ func TestRealChartsPodinfo(t *testing.T) {
 	createValuesConfigMap(t, ns, "podinfo-prod", "values-prod.yaml", string(prod))
 
 	hookJob := map[string]any{"job": map[string]any{"enabled": true}}
-	createHelmRelease(t, ns, "podinfo", "live", repo.URL, "podinfo", version,
-		withValuesFrom(convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "podinfo-prod", Key: "values-prod.yaml"}),
-		withValues(map[string]any{"hooks": map[string]any{"preInstall": hookJob, "postInstall": hookJob,
+	env.CreateHelmRelease(t, ns, "podinfo", "live", repo.URL, "podinfo", version,
+		framework.WithValuesFrom(convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "podinfo-prod", Key: "values-prod.yaml"}),
+		framework.WithValues(map[string]any{"hooks": map[string]any{"preInstall": hookJob, "postInstall": hookJob,
 			"preDelete": hookJob, "postDelete": hookJob}}))
-	waitApplied(t, ns, "podinfo", convoyv1alpha1.ReasonApplied, 2*applyTimeout, all(revisionIs(version),
+	env.WaitApplied(t, ns, "podinfo", convoyv1alpha1.ReasonApplied, 2*applyTimeout, all(revisionIs(version),
 		lifecycleIs(map[string]string{"preSync": "Succeeded", "postSync": "Succeeded"})))
 
 	kube := env.Live.Kube
@@ -422,7 +422,7 @@ func TestRenderHelmRepoCredentials(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, loadTestChart(t, "webapp"))
+	framework.Publish(t, repo, loadTestChart(t, "webapp"))
 	repo.RequireBasicAuth("deployer", "s3cret-password")
 	createValuesSecret(t, ns, "repo-creds", "password", "s3cret-password")
 	secrets := env.Mgmt.Kube.CoreV1().Secrets(ns)
@@ -435,14 +435,14 @@ func TestRenderHelmRepoCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	createHelmRelease(t, ns, "with-creds", "live", repo.URL, "webapp", "1.0.0", func(r *convoyv1alpha1.Release) {
+	env.CreateHelmRelease(t, ns, "with-creds", "live", repo.URL, "webapp", "1.0.0", func(r *convoyv1alpha1.Release) {
 		r.Spec.Source.SecretRef = &convoyv1alpha1.LocalObjectReference{Name: "repo-creds"}
 	})
-	createHelmRelease(t, ns, "anonymous", "bare", repo.URL, "webapp", "1.0.0")
-	waitApplied(t, ns, "with-creds", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.0.0"))
+	env.CreateHelmRelease(t, ns, "anonymous", "bare", repo.URL, "webapp", "1.0.0")
+	env.WaitApplied(t, ns, "with-creds", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.0.0"))
 	configMapData(t, env.Live, ns, "with-creds-config", dataIs(map[string]string{"chartVersion": "1.0.0"}))
-	r := waitApplied(t, ns, "anonymous", convoyv1alpha1.ReasonFetchFailed, applyTimeout, messageContains("401 Unauthorized"))
-	if c := appliedCondition(r); c != nil && strings.Contains(c.Message, "s3cret-password") {
+	r := env.WaitApplied(t, ns, "anonymous", convoyv1alpha1.ReasonFetchFailed, applyTimeout, framework.MessageContains("401 Unauthorized"))
+	if c := framework.AppliedCondition(r); c != nil && strings.Contains(c.Message, "s3cret-password") {
 		t.Errorf("the Applied message shows the password: %s", c.Message)
 	}
 	checkNothingApplied(t, env.Bare, ns, "anonymous")

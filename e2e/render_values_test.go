@@ -25,20 +25,20 @@ func TestRenderHelmValuesLayers(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, loadTestChart(t, "webapp"))
+	framework.Publish(t, repo, loadTestChart(t, "webapp"))
 	createValuesConfigMap(t, ns, "web-values", "values.yaml", "color: green\nmessage: from-configmap\nservice:\n  enabled: true\n")
 	createValuesSecret(t, ns, "web-secret-values", "secret.yaml",
 		"message: from-secret\nextraConfigMaps:\n- name: extra\n  value: from-secret\n")
 
-	createHelmRelease(t, ns, "web", "live", repo.URL, "webapp", "1.0.0",
-		withValuesFrom(
+	env.CreateHelmRelease(t, ns, "web", "live", repo.URL, "webapp", "1.0.0",
+		framework.WithValuesFrom(
 			convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "web-values"},
 			convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "web-secret-values", Key: "secret.yaml"},
 			convoyv1alpha1.ValuesReference{Kind: "ConfigMap", Name: "not-there", Optional: true},
 		),
-		withValues(map[string]any{"replicaCount": 2, "message": "from-inline"}),
+		framework.WithValues(map[string]any{"replicaCount": 2, "message": "from-inline"}),
 	)
-	first := waitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.0.0"))
+	first := env.WaitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, revisionIs("1.0.0"))
 	configMapData(t, env.Live, ns, "web-config", dataIs(map[string]string{"color": "green", "message": "from-inline"}))
 	configMapData(t, env.Live, ns, "web-extra", dataIs(map[string]string{"value": "from-secret"}))
 	if _, err := env.Live.Kube.CoreV1().Services(ns).Get(ctx, "web", metav1.GetOptions{}); err != nil {
@@ -53,7 +53,7 @@ func TestRenderHelmValuesLayers(t *testing.T) {
 	}
 
 	// A second replica renders the same Release from the same inputs to the same reference.
-	if got, want := renderInProcess(t, ns, "web"), lastSuccessfulRef(first); got != want {
+	if got, want := renderInProcess(t, ns, "web"), framework.LastSuccessfulRef(first); got != want {
 		t.Errorf("renderRef from a second replica = %s, controller's = %s", got, want)
 	}
 
@@ -67,9 +67,9 @@ func TestRenderHelmValuesLayers(t *testing.T) {
 	if _, err := cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("update values ConfigMap: %v", err)
 	}
-	second := waitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(lastSuccessfulRef(first)))
+	second := env.WaitApplied(t, ns, "web", convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(framework.LastSuccessfulRef(first)))
 	configMapData(t, env.Live, ns, "web-config", dataIs(map[string]string{"color": "red", "message": "from-inline"}))
-	if got, want := renderInProcess(t, ns, "web"), lastSuccessfulRef(second); got != want {
+	if got, want := renderInProcess(t, ns, "web"), framework.LastSuccessfulRef(second); got != want {
 		t.Errorf("renderRef from a second replica after the change = %s, controller's = %s", got, want)
 	}
 }
@@ -106,7 +106,7 @@ func renderInProcess(t *testing.T, ns, name string) string {
 		ConfigMaps:  configMaps.Lister(),
 		Secrets:     secrets.Lister(),
 	}
-	rel, err := getRelease(ns, name)
+	rel, err := env.GetRelease(ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}

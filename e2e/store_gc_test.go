@@ -27,11 +27,11 @@ func TestRenderStoreGCKeepsProtected(t *testing.T) {
 	}
 	const name, src = "protected", "protected-src"
 	key := types.NamespacedName{Namespace: ns, Name: name}
-	createSource(t, ns, src, map[string]string{"app.yaml": deploymentDoc("app", 1)})
-	createRelease(t, ns, name, "live", src, withInterval(2*time.Second), withMaxHistory(1))
-	ref1 := lastSuccessfulRef(waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, nil))
+	env.CreateSource(t, ns, src, map[string]string{"app.yaml": deploymentDoc("app", 1)})
+	env.CreateConfigMapRelease(t, ns, name, "live", src, framework.WithInterval(2*time.Second), withMaxHistory(1))
+	ref1 := framework.LastSuccessfulRef(env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, nil))
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		r, err := getRelease(ns, name)
+		r, err := env.GetRelease(ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -42,12 +42,12 @@ func TestRenderStoreGCKeepsProtected(t *testing.T) {
 	})
 
 	// A new render that never becomes healthy: lastHealthy stays at ref1 while the history moves on.
-	updateSource(t, ns, src, map[string]string{"app.yaml": badDeploymentDoc("app", 600)})
-	ref2 := lastSuccessfulRef(waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(ref1)))
+	env.UpdateSource(t, ns, src, map[string]string{"app.yaml": badDeploymentDoc("app", 600)})
+	ref2 := framework.LastSuccessfulRef(env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(ref1)))
 	waitHistory(t, store, key, ref2)
 	waitStored(t, store, key, ref1, ref2)
 	// GC runs after every sync (interval 2 s): it must keep ref1's render the whole time.
-	consistently(t, 8*time.Second, func() (bool, string) {
+	framework.Consistently(t, 8*time.Second, func() (bool, string) {
 		if ok, msg := historyIs(store, key, ref2); !ok {
 			return false, msg
 		}
@@ -58,7 +58,7 @@ func TestRenderStoreGCKeepsProtected(t *testing.T) {
 		if len(stored) != 2 {
 			return false, fmt.Sprintf("stored renders %v, want %s (lastHealthy) and %s (current)", stored, ref1, ref2)
 		}
-		r, err := getRelease(ns, name)
+		r, err := env.GetRelease(ns, name)
 		if err != nil {
 			return false, err.Error()
 		}

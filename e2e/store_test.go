@@ -90,22 +90,22 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 	const name, src = "stored", "stored-src"
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	data := func(v string) map[string]string {
-		return map[string]string{"all.yaml": configMapDoc("settings", map[string]string{"version": v}, nil)}
+		return map[string]string{"all.yaml": framework.ConfigMapDoc("settings", map[string]string{"version": v}, nil)}
 	}
-	createSource(t, ns, src, data("v1"))
-	createRelease(t, ns, name, "bare", src, withInterval(2*time.Second), withBackoff(time.Second, 2*time.Second), withMaxHistory(2))
-	ref1 := lastSuccessfulRef(waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, nil))
+	env.CreateSource(t, ns, src, data("v1"))
+	env.CreateConfigMapRelease(t, ns, name, "bare", src, framework.WithInterval(2*time.Second), framework.WithBackoff(time.Second, 2*time.Second), withMaxHistory(2))
+	ref1 := framework.LastSuccessfulRef(env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, nil))
 
 	// Several reconciles of one render: one history entry, and its render stored.
 	waitHistory(t, store, key, ref1)
-	consistently(t, 3*2*time.Second, func() (bool, string) { return historyIs(store, key, ref1) })
+	framework.Consistently(t, 3*2*time.Second, func() (bool, string) { return historyIs(store, key, ref1) })
 	waitStored(t, store, key, ref1)
 
 	// Two new renders: maxHistory 2 keeps the last two entries and exactly their renders.
-	updateSource(t, ns, src, data("v2"))
-	ref2 := lastSuccessfulRef(waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(ref1)))
-	updateSource(t, ns, src, data("v3"))
-	ref3 := lastSuccessfulRef(waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(ref2)))
+	env.UpdateSource(t, ns, src, data("v2"))
+	ref2 := framework.LastSuccessfulRef(env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(ref1)))
+	env.UpdateSource(t, ns, src, data("v3"))
+	ref3 := framework.LastSuccessfulRef(env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, renderChanged(ref2)))
 	waitHistory(t, store, key, ref2, ref3)
 	waitStored(t, store, key, ref2, ref3)
 	waitTargetVersion(t, ns, "v3")
@@ -120,9 +120,9 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 
 	// Rollback to entry 2 pins ref2: its objects come back, and the pin is reported applied.
 	plugin("rollback", name, "2")
-	waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
-		if lastSuccessfulRef(r) != ref2 || r.Status.Pin == nil || !r.Status.Pin.Applied || r.Status.Pin.RenderRef != ref2 {
-			return false, fmt.Sprintf("lastSuccessful %s, pin status %+v; want the pinned %s applied", lastSuccessfulRef(r), r.Status.Pin, ref2)
+	env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+		if framework.LastSuccessfulRef(r) != ref2 || r.Status.Pin == nil || !r.Status.Pin.Applied || r.Status.Pin.RenderRef != ref2 {
+			return false, fmt.Sprintf("lastSuccessful %s, pin status %+v; want the pinned %s applied", framework.LastSuccessfulRef(r), r.Status.Pin, ref2)
 		}
 		return true, ""
 	})
@@ -142,7 +142,7 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 
 	// A pin to a render that GC removed: Pinned, and nothing changes on the target.
 	patchPin(t, ns, name, ref1)
-	waitApplied(t, ns, name, convoyv1alpha1.ReasonPinned, applyTimeout, nil)
+	env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonPinned, applyTimeout, nil)
 	waitTargetVersion(t, ns, "v2")
 	// The drift loop cannot know the drift against a render the store lacks.
 	waitInSync(t, ns, name, metav1.ConditionUnknown, func(r *convoyv1alpha1.Release) (bool, string) {
@@ -152,16 +152,16 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 
 	// Unpin: back to the source render.
 	plugin("unpin", name)
-	waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
-		if lastSuccessfulRef(r) != ref3 || r.Status.Pin != nil {
-			return false, fmt.Sprintf("lastSuccessful %s, pin status %+v; want the source render %s, no pin", lastSuccessfulRef(r), r.Status.Pin, ref3)
+	env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+		if framework.LastSuccessfulRef(r) != ref3 || r.Status.Pin != nil {
+			return false, fmt.Sprintf("lastSuccessful %s, pin status %+v; want the source render %s, no pin", framework.LastSuccessfulRef(r), r.Status.Pin, ref3)
 		}
 		return true, ""
 	})
 	waitTargetVersion(t, ns, "v3")
 	waitHistory(t, store, key, ref2, ref3)
 	plugin("sync", name)
-	if r, err := getRelease(ns, name); err != nil {
+	if r, err := env.GetRelease(ns, name); err != nil {
 		t.Fatal(err)
 	} else if _, err := time.Parse(time.RFC3339, r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation]); err != nil {
 		t.Fatalf("kubectl convoy sync: annotation %q: %v", r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation], err)
@@ -176,8 +176,8 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 			outage.up(t)
 		}
 	})
-	updateSource(t, ns, src, data("v4"))
-	waitApplied(t, ns, name, convoyv1alpha1.ReasonStoreUnavailable, storeTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+	env.UpdateSource(t, ns, src, data("v4"))
+	env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonStoreUnavailable, storeTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		if a := r.Status.LastAttempted; a == nil || a.Failures < 2 {
 			return false, fmt.Sprintf("lastAttempted %+v: want at least 2 consecutive failures", r.Status.LastAttempted)
 		}
@@ -186,14 +186,14 @@ func runStoreScenario(t *testing.T, storeURL string, outage storeOutage) {
 	waitTargetVersion(t, ns, "v3")
 	outage.up(t)
 	restored = true
-	ref4 := lastSuccessfulRef(waitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, storeTimeout, renderChanged(ref3)))
+	ref4 := framework.LastSuccessfulRef(env.WaitApplied(t, ns, name, convoyv1alpha1.ReasonApplied, storeTimeout, renderChanged(ref3)))
 	waitTargetVersion(t, ns, "v4")
 	waitHistory(t, store, key, ref3, ref4)
 
 	// Deleting the Release removes its prefix from the store.
 	deleteRelease(t, ns, name)
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		return notFound("Release "+name, func() error { _, err := getRelease(ns, name); return err })
+		return framework.NotFound("Release "+name, func() error { _, err := env.GetRelease(ns, name); return err })
 	})
 	h, err := store.History(ctx, key)
 	refs, err2 := store.ListRenders(ctx, key)
@@ -225,7 +225,7 @@ func useRenderStore(t *testing.T, url string) {
 }
 
 // withMaxHistory sets spec.retention.maxHistory.
-func withMaxHistory(n int32) releaseOption {
+func withMaxHistory(n int32) framework.ReleaseOption {
 	return func(r *convoyv1alpha1.Release) { r.Spec.Retention = &convoyv1alpha1.RetentionPolicy{MaxHistory: &n} }
 }
 

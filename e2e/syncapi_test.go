@@ -112,9 +112,9 @@ func TestSyncAPI(t *testing.T) {
 	t.Parallel()
 	installSyncRoles(t)
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "api-manifests", map[string]string{"all.yaml": configMapDoc("settings", map[string]string{"k": "v"}, nil)})
-	createRelease(t, ns, "api", "bare", "api-manifests", withManualSync())
-	waitApplied(t, ns, "api", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
+	env.CreateSource(t, ns, "api-manifests", map[string]string{"all.yaml": framework.ConfigMapDoc("settings", map[string]string{"k": "v"}, nil)})
+	env.CreateConfigMapRelease(t, ns, "api", "bare", "api-manifests", framework.WithManualSync())
+	env.WaitApplied(t, ns, "api", convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
 
 	if code, body := callSync(t, http.MethodPost, ns, "api", "", false); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d %v, want 401", code, body)
@@ -132,14 +132,14 @@ func TestSyncAPI(t *testing.T) {
 	bind(t, ns, "sync-only", "convoy-sync-only", framework.SyncUser)
 	body := expectSync(t, http.MethodPost, ns, "api", framework.SyncUserToken, false, http.StatusAccepted)
 	requestedAt, _ := body["requestedAt"].(string)
-	r, err := getRelease(ns, "api")
+	r, err := env.GetRelease(ns, "api")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := r.Annotations[convoyv1alpha1.SyncRequestedAtAnnotation]; got == "" || got != requestedAt {
 		t.Errorf("annotation %s = %q, want the answer's requestedAt %q", convoyv1alpha1.SyncRequestedAtAnnotation, got, requestedAt)
 	}
-	waitApplied(t, ns, "api", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+	env.WaitApplied(t, ns, "api", convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		return r.Status.LastHandledSyncAt != nil, "the /sync request is not handled yet"
 	})
 
@@ -151,7 +151,7 @@ func TestSyncAPI(t *testing.T) {
 	}
 	bind(t, ns, "sync", "convoy-sync", framework.SyncUser)
 	expectSync(t, http.MethodPost, ns, "api", framework.SyncUserToken, true, http.StatusAccepted)
-	r, err = getRelease(ns, "api")
+	r, err = env.GetRelease(ns, "api")
 	if err != nil {
 		t.Fatal(err)
 	}

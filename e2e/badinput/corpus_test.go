@@ -26,7 +26,7 @@ import (
 const release = "app"
 
 // keepDoc is the good render of the manifests cases: one ConfigMap named keep.
-var keepDoc = configMapDoc("keep", map[string]string{"v": "1"}, nil)
+var keepDoc = framework.ConfigMapDoc("keep", map[string]string{"v": "1"}, nil)
 
 // caseEnv is what a corpus case works in: its own namespace, and the target its Release applies
 // to (the Cluster of that name in the namespace).
@@ -78,13 +78,13 @@ func recordResult(name, reason, message string) {
 
 // startManifests creates Release app of the ConfigMap source src holding keep.
 func startManifests(t *testing.T, c *caseEnv) {
-	createSource(t, c.ns, "src", map[string]string{"app.yaml": keepDoc})
-	createRelease(t, c.ns, release, c.cluster, "src")
+	env.CreateSource(t, c.ns, "src", map[string]string{"app.yaml": keepDoc})
+	env.CreateConfigMapRelease(t, c.ns, release, c.cluster, "src")
 }
 
 // breakSource replaces the ConfigMap source with data.
 func breakSource(data map[string]string) func(*testing.T, *caseEnv) {
-	return func(t *testing.T, c *caseEnv) { updateSource(t, c.ns, "src", data) }
+	return func(t *testing.T, c *caseEnv) { env.UpdateSource(t, c.ns, "src", data) }
 }
 
 // startHelm publishes the keep chart app 1.0.0 to a repository of the case and creates Release app
@@ -92,9 +92,9 @@ func breakSource(data map[string]string) func(*testing.T, *caseEnv) {
 func startHelm() func(*testing.T, *caseEnv) {
 	return func(t *testing.T, c *caseEnv) {
 		repo := framework.NewHelmRepo(t)
-		publish(t, repo, keepChart("app", "1.0.0"))
+		framework.Publish(t, repo, keepChart("app", "1.0.0"))
 		c.repoURL = repo.URL
-		createHelmRelease(t, c.ns, release, c.cluster, repo.URL, "app", "1.0.0")
+		env.CreateHelmRelease(t, c.ns, release, c.cluster, repo.URL, "app", "1.0.0")
 	}
 }
 
@@ -113,12 +113,12 @@ func setHelm(repoURL, chartName, version string) func(*testing.T, *caseEnv) {
 // startGit commits manifests/keep.yaml to a repository of the case and creates Release app of
 // that path at branch main.
 func startGit(t *testing.T, c *caseEnv) {
-	c.git = newGitRepo(t, "app")
-	commitFiles(t, c.git, "keep", map[string]string{"manifests/keep.yaml": keepDoc})
-	r := newRelease(c.ns, release, c.cluster)
+	c.git = framework.NewGitRepo(t, "app")
+	framework.CommitFiles(t, c.git, "keep", map[string]string{"manifests/keep.yaml": keepDoc})
+	r := framework.NewRelease(c.ns, release, c.cluster)
 	r.Spec.Source.Git = &convoyv1alpha1.GitSource{URL: c.git.URL, Ref: convoyv1alpha1.GitRef{Branch: "main"}, Path: "manifests"}
 	r.Spec.ContentType = convoyv1alpha1.ContentTypeManifests
-	createReleaseObject(t, r)
+	env.CreateRelease(t, r)
 }
 
 // startOwnCluster registers the bare target as Cluster tenant, whose kubeconfig Secret the case
@@ -128,8 +128,8 @@ func startOwnCluster(t *testing.T, c *caseEnv) {
 		t.Fatal(err)
 	}
 	c.cluster = "tenant"
-	createSource(t, c.ns, "src", map[string]string{"app.yaml": keepDoc})
-	createRelease(t, c.ns, release, c.cluster, "src", withInterval(2*time.Second))
+	env.CreateSource(t, c.ns, "src", map[string]string{"app.yaml": keepDoc})
+	env.CreateConfigMapRelease(t, c.ns, release, c.cluster, "src", framework.WithInterval(2*time.Second))
 }
 
 // breakKubeconfig replaces the user of Cluster tenant's kubeconfig with user.
@@ -220,25 +220,25 @@ func TestBadInput(t *testing.T) {
 	}, {
 		name:  "unknown-kind",
 		start: startManifests,
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc,
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc,
 			"apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n")}),
 		reason: convoyv1alpha1.ReasonUnappliable, want: []string{"Widget", "not served by the cluster"},
 	}, {
 		name:    "duplicate-objects",
 		start:   startManifests,
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc, keepDoc)}),
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc, keepDoc)}),
 		reason:  convoyv1alpha1.ReasonRenderFailed, want: []string{"duplicate object", "keep"},
 	}, {
 		name:    "name-not-a-dns-subdomain",
 		start:   startManifests,
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc, configMapDoc("Not_A_Name", nil, nil))}),
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc, framework.ConfigMapDoc("Not_A_Name", nil, nil))}),
 		reason:  convoyv1alpha1.ReasonRenderFailed, want: []string{"invalid metadata.name", "Not_A_Name"},
 	}, {
 		// A Service name must be a DNS-1035 label: a dotted subdomain passes the render, and the
 		// API server refuses it in the dry run.
 		name:  "name-not-a-dns-label",
 		start: startManifests,
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc, doc(map[string]any{
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc, framework.Doc(map[string]any{
 			"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": "web.v1"},
 			"spec": map[string]any{"ports": []any{map[string]any{"port": 80}}},
 		}))}),
@@ -246,14 +246,14 @@ func TestBadInput(t *testing.T) {
 	}, {
 		name:  "wave-not-a-number",
 		start: startManifests,
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc,
-			configMapDoc("soon", nil, map[string]string{convoyv1alpha1.SyncWaveAnnotation: "soon"}))}),
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc,
+			framework.ConfigMapDoc("soon", nil, map[string]string{convoyv1alpha1.SyncWaveAnnotation: "soon"}))}),
 		reason: convoyv1alpha1.ReasonUnappliable, want: []string{"soon", convoyv1alpha1.SyncWaveAnnotation, "not an int32 integer"},
 	}, {
 		name:  "wave-out-of-range",
 		start: startManifests,
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc,
-			configMapDoc("far", nil, map[string]string{convoyv1alpha1.SyncWaveAnnotation: "99999999999"}))}),
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc,
+			framework.ConfigMapDoc("far", nil, map[string]string{convoyv1alpha1.SyncWaveAnnotation: "99999999999"}))}),
 		reason: convoyv1alpha1.ReasonUnappliable, want: []string{"far", "99999999999", "not an int32 integer"},
 	}, {
 		name:    "empty-render",
@@ -266,9 +266,9 @@ func TestBadInput(t *testing.T) {
 			updateRelease(t, c.ns, release, func(r *convoyv1alpha1.Release) {
 				metav1.SetMetaDataAnnotation(&r.ObjectMeta, convoyv1alpha1.AllowEmptyAnnotation, "true")
 			})
-			waitApplied(t, c.ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+			env.WaitApplied(t, c.ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 			framework.Eventually(t, applyTimeout, func() (bool, string) {
-				return notFound("ConfigMap keep after the opted-in empty render", func() error {
+				return framework.NotFound("ConfigMap keep after the opted-in empty render", func() error {
 					_, err := c.target.Kube.CoreV1().ConfigMaps(c.ns).Get(ctx, "keep", metav1.GetOptions{})
 					return err
 				})
@@ -287,14 +287,14 @@ func TestBadInput(t *testing.T) {
 		live:  true,
 		start: startManifests,
 		// The Job's pod asks for a node that does not exist: it stays Pending, the Job active.
-		breakIt: breakSource(map[string]string{"app.yaml": docs(keepDoc, configMapDoc("after-hook", nil, nil),
+		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc, framework.ConfigMapDoc("after-hook", nil, nil),
 			hookJobDoc("forever", "preSync", map[string]any{"nodeSelector": map[string]any{"convoy-e2e/no-such-node": "true"}}))}),
 		reason: convoyv1alpha1.ReasonWaitingForHook, want: []string{"Job", "forever", "running"},
 		after: func(t *testing.T, c *caseEnv) {
 			// The Release keeps reporting it; the objects after the hook are not applied.
 			time.Sleep(hookWatch)
-			r := waitApplied(t, c.ns, release, convoyv1alpha1.ReasonWaitingForHook, applyTimeout, messageContains("forever"))
-			if got := lifecycleState(r, "preSync"); got != "Running" {
+			r := env.WaitApplied(t, c.ns, release, convoyv1alpha1.ReasonWaitingForHook, applyTimeout, framework.MessageContains("forever"))
+			if got := framework.LifecycleState(r, "preSync"); got != "Running" {
 				t.Errorf("lifecycle preSync = %q, want Running (lifecycle %+v)", got, r.Status.Lifecycle)
 			}
 			if _, err := c.target.Kube.CoreV1().ConfigMaps(c.ns).Get(ctx, "after-hook", metav1.GetOptions{}); err == nil {
@@ -321,12 +321,12 @@ func TestBadInput(t *testing.T) {
 		start: startHelm(),
 		breakIt: func(t *testing.T, c *caseEnv) {
 			repo := framework.NewHelmRepo(t)
-			publish(t, repo, simpleChart("strict", "1.0.0", map[string]string{
+			framework.Publish(t, repo, simpleChart("strict", "1.0.0", map[string]string{
 				"cfg.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  name: {{ .Values.config.name | quote }}\n",
 			}, "config:\n  name: default\n"))
 			updateRelease(t, c.ns, release, func(r *convoyv1alpha1.Release) {
 				r.Spec.Source.Helm = &convoyv1alpha1.HelmSource{RepoURL: repo.URL, Chart: "strict", Version: "1.0.0"}
-				r.Spec.Values = rawJSON(map[string]any{"config": "flat"})
+				r.Spec.Values = framework.RawJSON(map[string]any{"config": "flat"})
 			})
 		},
 		reason: convoyv1alpha1.ReasonRenderFailed, want: []string{"strict/templates/cfg.yaml", "line 6", "config.name"},
@@ -362,15 +362,15 @@ func TestBadInput(t *testing.T) {
 		breakIt: setHelm(hostile.URL+"/slow", "app", "1.0.0"),
 		// While the fetch hangs, the controller serves another Release.
 		during: func(t *testing.T, c *caseEnv) {
-			createSource(t, c.ns, "other-src", map[string]string{"other.yaml": configMapDoc("other", nil, nil)})
-			createRelease(t, c.ns, "other", c.cluster, "other-src")
-			waitApplied(t, c.ns, "other", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
-			r, err := getRelease(c.ns, release)
+			env.CreateSource(t, c.ns, "other-src", map[string]string{"other.yaml": framework.ConfigMapDoc("other", nil, nil)})
+			env.CreateConfigMapRelease(t, c.ns, "other", c.cluster, "other-src")
+			env.WaitApplied(t, c.ns, "other", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+			r, err := env.GetRelease(c.ns, release)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// Informative only: on a loaded machine the fetch may have timed out already.
-			t.Logf("when the other Release was applied: %s", describeApplied(r))
+			t.Logf("when the other Release was applied: %s", framework.DescribeApplied(r))
 		},
 		reason: convoyv1alpha1.ReasonFetchFailed, want: []string{"index", "deadline exceeded"},
 	}, {
@@ -380,7 +380,7 @@ func TestBadInput(t *testing.T) {
 			ch := keepChart("schema", "1.0.0")
 			ch.Schema = []byte(`{"$ref": "file:///dev/zero"}`)
 			repo := framework.NewHelmRepo(t)
-			publish(t, repo, ch)
+			framework.Publish(t, repo, ch)
 			setHelm(repo.URL, "schema", "1.0.0")(t, c)
 		},
 		reason: convoyv1alpha1.ReasonRenderFailed, want: []string{"schema/values.schema.json", "file:///dev/zero", "may only refer to itself"},
@@ -391,7 +391,7 @@ func TestBadInput(t *testing.T) {
 			ch := keepChart("schema", "1.0.0")
 			ch.Schema = []byte(`{"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/b"}, "b": {"$ref": "#/definitions/a"}}}`)
 			repo := framework.NewHelmRepo(t)
-			publish(t, repo, ch)
+			framework.Publish(t, repo, ch)
 			setHelm(repo.URL, "schema", "1.0.0")(t, c)
 		},
 		reason: convoyv1alpha1.ReasonRenderFailed, want: []string{"schema/values.schema.json", "reference cycle"},
@@ -425,7 +425,7 @@ func TestBadInput(t *testing.T) {
 		name:  "kustomize-resource-out-of-repo",
 		start: startGit,
 		breakIt: func(t *testing.T, c *caseEnv) {
-			commitFiles(t, c.git, "escape", map[string]string{"overlay/kustomization.yaml": "resources:\n- ../../../../../etc/hostname\n"})
+			framework.CommitFiles(t, c.git, "escape", map[string]string{"overlay/kustomization.yaml": "resources:\n- ../../../../../etc/hostname\n"})
 			updateRelease(t, c.ns, release, func(r *convoyv1alpha1.Release) {
 				r.Spec.Source.Git.Path, r.Spec.ContentType = "overlay", convoyv1alpha1.ContentTypeKustomize
 			})
@@ -438,7 +438,7 @@ func TestBadInput(t *testing.T) {
 			if err := c.git.Symlink("manifests/passwd.yaml", "../../../../../etc/passwd"); err != nil {
 				t.Fatal(err)
 			}
-			commitFiles(t, c.git, "escape", nil)
+			framework.CommitFiles(t, c.git, "escape", nil)
 			if err := c.git.Tag("escape"); err != nil {
 				t.Fatal(err)
 			}
@@ -462,8 +462,8 @@ func TestBadInput(t *testing.T) {
 		},
 		reason: convoyv1alpha1.ReasonRenderFailed, want: []string{"valuesFrom[0]: Secret ", "/foreign-values key values.yaml not found"},
 		after: func(t *testing.T, c *caseEnv) {
-			r, _ := getRelease(c.ns, release)
-			if msg := appliedCondition(r).Message; !strings.Contains(msg, "Secret "+c.ns+"/foreign-values") {
+			r, _ := env.GetRelease(c.ns, release)
+			if msg := framework.AppliedCondition(r).Message; !strings.Contains(msg, "Secret "+c.ns+"/foreign-values") {
 				t.Errorf("message %q: want the Secret looked up in the Release's namespace %s", msg, c.ns)
 			}
 		},
@@ -490,8 +490,8 @@ func TestBadInput(t *testing.T) {
 		},
 		reason: convoyv1alpha1.ReasonClusterNotReady, want: []string{"/remote not found"},
 		after: func(t *testing.T, c *caseEnv) {
-			r, _ := getRelease(c.ns, release)
-			if msg := appliedCondition(r).Message; !strings.Contains(msg, "cluster "+c.ns+"/remote not found") {
+			r, _ := env.GetRelease(c.ns, release)
+			if msg := framework.AppliedCondition(r).Message; !strings.Contains(msg, "cluster "+c.ns+"/remote not found") {
 				t.Errorf("message %q: want the Cluster looked up in the Release's namespace %s", msg, c.ns)
 			}
 			if _, err := env.Live.Kube.CoreV1().ConfigMaps(c.ns).Get(ctx, "keep", metav1.GetOptions{}); err == nil {
@@ -544,15 +544,15 @@ func runCorpusCase(t *testing.T, tc corpusCase) {
 		c.cluster, c.target = framework.TargetLive, env.Live
 	}
 	tc.start(t, c) // startOwnCluster names another Cluster of the bare target
-	waitApplied(t, c.ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.WaitApplied(t, c.ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	checkKept(t, c.target, c.ns, release, "keep")
 
 	tc.breakIt(t, c)
 	if tc.during != nil {
 		tc.during(t, c)
 	}
-	r := waitApplied(t, c.ns, release, tc.reason, applyTimeout, messageContains(tc.want...))
-	msg := appliedCondition(r).Message
+	r := env.WaitApplied(t, c.ns, release, tc.reason, applyTimeout, framework.MessageContains(tc.want...))
+	msg := framework.AppliedCondition(r).Message
 	t.Logf("%s: %s: %s", tc.name, tc.reason, msg)
 	eventReason, eventWant := tc.reason, tc.want
 	if tc.eventReason != "" {
@@ -569,14 +569,4 @@ func runCorpusCase(t *testing.T, tc corpusCase) {
 		tc.after(t, c)
 	}
 	checkController(t)
-}
-
-// lifecycleState returns the state of a hook phase in status.lifecycle, "" without one.
-func lifecycleState(r *convoyv1alpha1.Release, phase string) string {
-	for _, l := range r.Status.Lifecycle {
-		if l.Phase == phase {
-			return l.State
-		}
-	}
-	return ""
 }

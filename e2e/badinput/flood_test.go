@@ -94,9 +94,9 @@ func TestSyncFlood(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	grantSync(t, ns)
-	createSource(t, ns, "src", map[string]string{"app.yaml": keepDoc})
-	createRelease(t, ns, release, "bare", "src", withManualSync())
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
+	env.CreateSource(t, ns, "src", map[string]string{"app.yaml": keepDoc})
+	env.CreateConfigMapRelease(t, ns, release, "bare", "src", framework.WithManualSync())
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
 	// Every POST, refused or not, takes from the user's rate-limit bucket: wait until the API server
 	// grants the request before the first POST, rather than polling the sync API.
 	framework.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -113,7 +113,7 @@ func TestSyncFlood(t *testing.T) {
 		t.Fatalf("POST /sync: %d %v %v", code, body, err)
 	}
 	proto := probeProto(t)
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		return r.Status.LastHandledSyncAt != nil, "the first /sync is not handled yet"
 	})
 	before := appliedLogLines(t, ns, release)
@@ -164,7 +164,7 @@ func TestSyncFlood(t *testing.T) {
 	}
 
 	// The latest accepted request is handled (coalesced, not lost), by a bounded number of applies.
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, func(r *convoyv1alpha1.Release) (bool, string) {
 		if at := r.Status.LastHandledSyncAt; at == nil || at.Time.Before(latestAt) {
 			return false, fmt.Sprintf("lastHandledSyncAt %v, want the latest accepted request %s", at, latest)
 		}

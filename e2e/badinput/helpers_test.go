@@ -3,7 +3,6 @@ package badinput
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,9 +15,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/util/retry"
@@ -28,8 +24,7 @@ import (
 	"github.com/kumodo/convoy/e2e/framework"
 )
 
-// Helpers of this package; the first ones are copies of those of package e2e (e2e/helpers_test.go,
-// e2e/render_helpers_test.go, e2e/lifecycle_test.go), which a test package cannot import.
+// Helpers of this package; those it shares with the other e2e packages are in e2e/framework.
 
 // Timeouts of the waits: generous, since the machine is shared; no test asserts a duration.
 const (
@@ -39,87 +34,6 @@ const (
 
 // ctx is the context of the tests' API calls.
 var ctx = context.Background()
-
-// releaseOption adjusts a Release before it is created.
-type releaseOption func(*convoyv1alpha1.Release)
-
-// withInterval makes the controller reconcile every d, so it sees changes that send no event.
-func withInterval(d time.Duration) releaseOption {
-	return func(r *convoyv1alpha1.Release) { r.Spec.SyncPolicy.Interval = &metav1.Duration{Duration: d} }
-}
-
-// withManualSync sets syncPolicy.mode Manual.
-func withManualSync() releaseOption {
-	return func(r *convoyv1alpha1.Release) { r.Spec.SyncPolicy.Mode = convoyv1alpha1.SyncModeManual }
-}
-
-// withBackoff sets a short retry backoff.
-func withBackoff(initial, max time.Duration) releaseOption {
-	return func(r *convoyv1alpha1.Release) {
-		factor := int32(2)
-		r.Spec.SyncPolicy.Backoff = &convoyv1alpha1.Backoff{Initial: &metav1.Duration{Duration: initial}, Factor: &factor,
-			Max: &metav1.Duration{Duration: max}}
-	}
-}
-
-// withValues sets spec.values.
-func withValues(values map[string]any) releaseOption {
-	return func(r *convoyv1alpha1.Release) { r.Spec.Values = rawJSON(values) }
-}
-
-// withValuesFrom sets spec.valuesFrom.
-func withValuesFrom(refs ...convoyv1alpha1.ValuesReference) releaseOption {
-	return func(r *convoyv1alpha1.Release) { r.Spec.ValuesFrom = refs }
-}
-
-// rawJSON is v as an apiextensions JSON value.
-func rawJSON(v any) *apiextensionsv1.JSON {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("marshal %v: %v", v, err)) // the tests' own literals
-	}
-	return &apiextensionsv1.JSON{Raw: raw}
-}
-
-// newRelease is a Release of ns applied to cluster with targetNamespace ns, without a source.
-func newRelease(ns, name, cluster string) *convoyv1alpha1.Release {
-	return &convoyv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: convoyv1alpha1.ReleaseSpec{
-			ClusterRef:      convoyv1alpha1.LocalObjectReference{Name: cluster},
-			TargetNamespace: ns,
-		},
-	}
-}
-
-// createReleaseObject creates r after applying opts.
-func createReleaseObject(t *testing.T, r *convoyv1alpha1.Release, opts ...releaseOption) {
-	t.Helper()
-	for _, o := range opts {
-		o(r)
-	}
-	if _, err := env.Convoy().CoreV1alpha1().Releases(r.Namespace).Create(ctx, r, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Release %s/%s: %v", r.Namespace, r.Name, err)
-	}
-}
-
-// createRelease creates a Release of the manifests in ConfigMap source.
-func createRelease(t *testing.T, ns, name, cluster, source string, opts ...releaseOption) {
-	t.Helper()
-	r := newRelease(ns, name, cluster)
-	r.Spec.Source.ConfigMapRef = &convoyv1alpha1.LocalObjectReference{Name: source}
-	r.Spec.ContentType = convoyv1alpha1.ContentTypeManifests
-	createReleaseObject(t, r, opts...)
-}
-
-// createHelmRelease creates a Release of chart from the repository at repoURL.
-func createHelmRelease(t *testing.T, ns, name, cluster, repoURL, chartName, version string, opts ...releaseOption) {
-	t.Helper()
-	r := newRelease(ns, name, cluster)
-	r.Spec.Source.Helm = &convoyv1alpha1.HelmSource{RepoURL: repoURL, Chart: chartName, Version: version}
-	r.Spec.ContentType = convoyv1alpha1.ContentTypeHelm
-	createReleaseObject(t, r, opts...)
-}
 
 // updateRelease changes the Release with mutate, retrying on conflicts with the controller's
 // writes.
@@ -140,33 +54,6 @@ func updateRelease(t *testing.T, ns, name string, mutate func(*convoyv1alpha1.Re
 	}
 }
 
-// createSource creates the manifests ConfigMap a Release renders, on mgmt.
-func createSource(t *testing.T, ns, name string, data map[string]string) {
-	t.Helper()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Data: data}
-	if _, err := env.Mgmt.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create source ConfigMap %s/%s: %v", ns, name, err)
-	}
-}
-
-// updateSource replaces the data of a source ConfigMap.
-func updateSource(t *testing.T, ns, name string, data map[string]string) {
-	t.Helper()
-	cms := env.Mgmt.Kube.CoreV1().ConfigMaps(ns)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cm.Data = data
-		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("update source ConfigMap %s/%s: %v", ns, name, err)
-	}
-}
-
 // createSecret creates a Secret on mgmt holding data.
 func createSecret(t *testing.T, ns, name string, data map[string]string) {
 	t.Helper()
@@ -176,129 +63,19 @@ func createSecret(t *testing.T, ns, name string, data map[string]string) {
 	}
 }
 
-// getRelease reads a Release from mgmt.
-func getRelease(ns, name string) (*convoyv1alpha1.Release, error) {
-	return env.Convoy().CoreV1alpha1().Releases(ns).Get(ctx, name, metav1.GetOptions{})
-}
-
-// appliedCondition returns the Applied condition, or nil.
-func appliedCondition(r *convoyv1alpha1.Release) *metav1.Condition {
-	return meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionApplied)
-}
-
-// describeApplied summarises the Applied condition for failure messages.
-func describeApplied(r *convoyv1alpha1.Release) string {
-	c := appliedCondition(r)
-	if c == nil {
-		return fmt.Sprintf("Release %s/%s has no Applied condition (generation %d)", r.Namespace, r.Name, r.Generation)
-	}
-	return fmt.Sprintf("Release %s/%s Applied=%s reason=%s message=%q (observedGeneration %d, generation %d)",
-		r.Namespace, r.Name, c.Status, c.Reason, c.Message, c.ObservedGeneration, r.Generation)
-}
-
-// check is a condition on a Release: ok, or what is wrong.
-type check func(*convoyv1alpha1.Release) (bool, string)
-
-// waitApplied waits until the Release's Applied condition has reason for the current generation
-// and accept, if given, agrees; it returns the Release then.
-func waitApplied(t *testing.T, ns, name, reason string, timeout time.Duration, accept check) *convoyv1alpha1.Release {
-	t.Helper()
-	var out *convoyv1alpha1.Release
-	framework.Eventually(t, timeout, func() (bool, string) {
-		r, err := getRelease(ns, name)
-		if err != nil {
-			return false, fmt.Sprintf("get Release %s/%s: %v", ns, name, err)
-		}
-		c := appliedCondition(r)
-		if c == nil || c.Reason != reason || c.ObservedGeneration != r.Generation {
-			return false, fmt.Sprintf("want reason %s; %s", reason, describeApplied(r))
-		}
-		if accept != nil {
-			if ok, msg := accept(r); !ok {
-				return false, fmt.Sprintf("reason %s but %s; %s", reason, msg, describeApplied(r))
-			}
-		}
-		out = r
-		return true, ""
-	})
-	return out
-}
-
-// messageContains accepts a Release whose Applied message holds every part.
-func messageContains(parts ...string) check {
-	return func(r *convoyv1alpha1.Release) (bool, string) {
-		msg := ""
-		if c := appliedCondition(r); c != nil {
-			msg = c.Message
-		}
-		for _, p := range parts {
-			if !strings.Contains(msg, p) {
-				return false, fmt.Sprintf("message lacks %q", p)
-			}
-		}
-		return true, ""
-	}
-}
-
-// lastSuccessfulRef returns status.lastSuccessful.renderRef, or "".
-func lastSuccessfulRef(r *convoyv1alpha1.Release) string {
-	if r.Status.LastSuccessful == nil {
-		return ""
-	}
-	return r.Status.LastSuccessful.RenderRef
-}
-
 // stays fails the test if the Release's Applied reason leaves reason during quietPeriod.
 func stays(t *testing.T, ns, name, reason string) {
 	t.Helper()
-	consistently(t, quietPeriod, func() (bool, string) {
-		r, err := getRelease(ns, name)
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
+		r, err := env.GetRelease(ns, name)
 		if err != nil {
 			return false, err.Error()
 		}
-		if c := appliedCondition(r); c == nil || c.Reason != reason {
-			return false, describeApplied(r)
+		if c := framework.AppliedCondition(r); c == nil || c.Reason != reason {
+			return false, framework.DescribeApplied(r)
 		}
 		return true, ""
 	})
-}
-
-// consistently fails the test if cond reports false at any poll during d.
-func consistently(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if ok, msg := cond(); !ok {
-			t.Fatalf("condition broke within %s: %s", d, msg)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// objRef names an object the way tests compare inventories with targets.
-type objRef struct{ Group, Kind, Namespace, Name string }
-
-func (o objRef) String() string {
-	return strings.TrimPrefix(o.Group+"/", "/") + o.Kind + " " + o.Namespace + "/" + o.Name
-}
-
-// cmRef names a ConfigMap.
-func cmRef(ns, name string) objRef { return objRef{Kind: "ConfigMap", Namespace: ns, Name: name} }
-
-// inventoryRefs returns the ReleaseInventory's entries (empty when it does not exist).
-func inventoryRefs(ns, name string) (map[objRef]bool, error) {
-	inv, err := env.Convoy().CoreV1alpha1().ReleaseInventories(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return map[objRef]bool{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get ReleaseInventory %s/%s: %w", ns, name, err)
-	}
-	refs := map[objRef]bool{}
-	for _, e := range inv.Spec.Entries {
-		refs[objRef{Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}] = true
-	}
-	return refs, nil
 }
 
 // checkKept fails the test unless each ConfigMap of names is on target, still owned by Release
@@ -306,7 +83,7 @@ func inventoryRefs(ns, name string) (map[objRef]bool, error) {
 // input deletes nothing.
 func checkKept(t *testing.T, target *framework.APIServer, ns, release string, names ...string) {
 	t.Helper()
-	inv, err := inventoryRefs(ns, release)
+	inv, _, err := env.Inventory(ns, release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +99,7 @@ func checkKept(t *testing.T, target *framework.APIServer, ns, release string, na
 		if cm.DeletionTimestamp != nil {
 			t.Errorf("ConfigMap %s/%s is being deleted", ns, name)
 		}
-		if !inv[cmRef(ns, name)] {
+		if !inv[framework.ConfigMapRef(ns, name)] {
 			t.Errorf("ConfigMap %s/%s is not in the inventory of %s any more: %v", ns, name, release, inv)
 		}
 	}
@@ -341,21 +118,9 @@ func checkNothingApplied(t *testing.T, target *framework.APIServer, ns, name str
 			t.Errorf("Release %s/%s applied ConfigMap %s to %s", ns, name, cm.Name, target.Name)
 		}
 	}
-	if inv, err := inventoryRefs(ns, name); err != nil || len(inv) > 0 {
+	if inv, _, err := env.Inventory(ns, name); err != nil || len(inv) > 0 {
 		t.Errorf("Release %s/%s inventory %v (err %v), want empty", ns, name, inv, err)
 	}
-}
-
-// notFound is a condition that an object is absent, for the given getter.
-func notFound(what string, get func() error) (bool, string) {
-	err := get()
-	if apierrors.IsNotFound(err) {
-		return true, ""
-	}
-	if err != nil {
-		return false, fmt.Sprintf("get %s: %v", what, err)
-	}
-	return false, what + " exists"
 }
 
 // waitEvent waits for an Event on Release ns/name with reason whose message holds every part,
@@ -391,45 +156,6 @@ func waitEvent(t *testing.T, ns, name, reason string, parts ...string) corev1.Ev
 	return out
 }
 
-// doc renders one manifest document.
-func doc(obj map[string]any) string {
-	out, err := yaml.Marshal(obj)
-	if err != nil {
-		panic(fmt.Sprintf("marshal manifest: %v", err)) // the tests' own literals
-	}
-	return string(out)
-}
-
-// docs joins manifest documents into one multi-document YAML stream.
-func docs(ds ...string) string { return strings.Join(ds, "---\n") }
-
-// configMapDoc is a ConfigMap manifest; annotations may be nil.
-func configMapDoc(name string, data map[string]string, annotations map[string]string) string {
-	md := map[string]any{"name": name}
-	if len(annotations) > 0 {
-		md["annotations"] = annotations
-	}
-	return doc(map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": md, "data": data})
-}
-
-// annotated adds annotations to a manifest document.
-func annotated(d string, annotations map[string]string) string {
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(d), &obj); err != nil {
-		panic(fmt.Sprintf("unmarshal manifest: %v", err)) // the tests' own literals
-	}
-	md := obj["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	if ann == nil {
-		ann = map[string]any{}
-	}
-	for k, v := range annotations {
-		ann[k] = v
-	}
-	md["annotations"] = ann
-	return doc(obj)
-}
-
 // withNamespace sets metadata.namespace of a manifest document.
 func withNamespace(d, ns string) string {
 	var obj map[string]any
@@ -437,7 +163,7 @@ func withNamespace(d, ns string) string {
 		panic(fmt.Sprintf("unmarshal manifest: %v", err)) // the tests' own literals
 	}
 	obj["metadata"].(map[string]any)["namespace"] = ns
-	return doc(obj)
+	return framework.Doc(obj)
 }
 
 // hookJobDoc is a Job hook of phase; podSpec extras (nodeSelector, ...) go into its pod spec.
@@ -449,7 +175,7 @@ func hookJobDoc(name, phase string, podSpec map[string]any) string {
 	for k, v := range podSpec {
 		spec[k] = v
 	}
-	return annotated(doc(map[string]any{
+	return framework.Annotated(framework.Doc(map[string]any{
 		"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": name},
 		"spec": map[string]any{
@@ -485,40 +211,7 @@ func simpleChart(name, version string, templates map[string]string, values strin
 
 // keepChart is the good chart of the helm cases: one ConfigMap named keep.
 func keepChart(name, version string) *chart.Chart {
-	return simpleChart(name, version, map[string]string{"keep.yaml": configMapDoc("keep", map[string]string{"v": "1"}, nil)}, "")
-}
-
-// publish adds charts to repo.
-func publish(t *testing.T, repo *framework.HelmRepo, charts ...*chart.Chart) {
-	t.Helper()
-	for _, ch := range charts {
-		if err := repo.AddChart(ch); err != nil {
-			t.Fatalf("publish chart %s %s: %v", ch.Name(), ch.Metadata.Version, err)
-		}
-	}
-}
-
-// newGitRepo creates repository name on a git server of its own for the test.
-func newGitRepo(t *testing.T, name string) *framework.GitRepo {
-	t.Helper()
-	repo, err := framework.NewGitServer(t).NewRepo(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return repo
-}
-
-// commitFiles writes files into repo's work tree, commits them all and returns the commit id.
-func commitFiles(t *testing.T, repo *framework.GitRepo, message string, files map[string]string) string {
-	t.Helper()
-	if err := repo.WriteFiles(files); err != nil {
-		t.Fatal(err)
-	}
-	commit, err := repo.Commit(message)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return commit
+	return simpleChart(name, version, map[string]string{"keep.yaml": framework.ConfigMapDoc("keep", map[string]string{"v": "1"}, nil)}, "")
 }
 
 // findControllerPID finds the process of the controller by its --health-addr flag in /proc.

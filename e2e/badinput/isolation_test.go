@@ -38,7 +38,7 @@ func updateCluster(t *testing.T, ns, name string, mutate func(*convoyv1alpha1.Cl
 
 // clusterRoleDoc is a ClusterRole manifest (cluster-scoped) that reads ConfigMaps.
 func clusterRoleDoc(name string) string {
-	return doc(map[string]any{
+	return framework.Doc(map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
 		"metadata": map[string]any{"name": name},
 		"rules":    []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"get"}}},
@@ -56,7 +56,7 @@ func targetNamespace(t *testing.T, target *framework.APIServer, name string) {
 
 // clusterRoleAbsent is a condition that ClusterRole name is not on the bare target.
 func clusterRoleAbsent(name string) (bool, string) {
-	return notFound("ClusterRole "+name+" on bare", func() error {
+	return framework.NotFound("ClusterRole "+name+" on bare", func() error {
 		_, err := env.Bare.Kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
@@ -64,7 +64,7 @@ func clusterRoleAbsent(name string) (bool, string) {
 
 // configMapAbsent is a condition that ConfigMap ns/name is not on the bare target.
 func configMapAbsent(ns, name string) (bool, string) {
-	return notFound("ConfigMap "+ns+"/"+name+" on bare", func() error {
+	return framework.NotFound("ConfigMap "+ns+"/"+name+" on bare", func() error {
 		_, err := env.Bare.Kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
 		return err
 	})
@@ -76,17 +76,17 @@ func TestTenantClusterScoped(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	role := ns + "-reader"
-	createSource(t, ns, "src", map[string]string{"app.yaml": docs(keepDoc, clusterRoleDoc(role))})
-	createRelease(t, ns, release, "bare", "src")
-	r := waitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout,
-		messageContains("ClusterRole "+role, "needs Cluster spec.allowClusterScoped"))
-	recordResult("tenant-cluster-scoped", convoyv1alpha1.ReasonUnappliable, appliedCondition(r).Message)
+	env.CreateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(keepDoc, clusterRoleDoc(role))})
+	env.CreateConfigMapRelease(t, ns, release, "bare", "src")
+	r := env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout,
+		framework.MessageContains("ClusterRole "+role, "needs Cluster spec.allowClusterScoped"))
+	recordResult("tenant-cluster-scoped", convoyv1alpha1.ReasonUnappliable, framework.AppliedCondition(r).Message)
 	waitEvent(t, ns, release, convoyv1alpha1.ReasonUnappliable, "needs Cluster spec.allowClusterScoped")
-	consistently(t, quietPeriod, func() (bool, string) { return clusterRoleAbsent(role) })
+	framework.Consistently(t, quietPeriod, func() (bool, string) { return clusterRoleAbsent(role) })
 	checkNothingApplied(t, env.Bare, ns, release)
 
 	updateCluster(t, ns, "bare", func(cl *convoyv1alpha1.Cluster) { cl.Spec.AllowClusterScoped = true })
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	if _, err := env.Bare.Kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
 		t.Errorf("ClusterRole %s after allowClusterScoped: %v", role, err)
 	}
@@ -101,26 +101,26 @@ func TestTenantOtherNamespace(t *testing.T) {
 	ns := env.NewNamespace(t)
 	extra := ns + "-extra"
 	targetNamespace(t, env.Bare, extra)
-	createSource(t, ns, "src", map[string]string{"app.yaml": docs(keepDoc, withNamespace(configMapDoc("elsewhere", nil, nil), extra))})
-	createRelease(t, ns, release, "bare", "src")
-	r := waitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout,
-		messageContains("ConfigMap "+extra+"/elsewhere", "neither the target namespace", "allowedNamespaces"))
-	recordResult("tenant-other-namespace", convoyv1alpha1.ReasonUnappliable, appliedCondition(r).Message)
+	env.CreateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(keepDoc, withNamespace(framework.ConfigMapDoc("elsewhere", nil, nil), extra))})
+	env.CreateConfigMapRelease(t, ns, release, "bare", "src")
+	r := env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout,
+		framework.MessageContains("ConfigMap "+extra+"/elsewhere", "neither the target namespace", "allowedNamespaces"))
+	recordResult("tenant-other-namespace", convoyv1alpha1.ReasonUnappliable, framework.AppliedCondition(r).Message)
 	waitEvent(t, ns, release, convoyv1alpha1.ReasonUnappliable, "allowedNamespaces")
-	consistently(t, quietPeriod, func() (bool, string) { return configMapAbsent(extra, "elsewhere") })
+	framework.Consistently(t, quietPeriod, func() (bool, string) { return configMapAbsent(extra, "elsewhere") })
 
 	updateCluster(t, ns, "bare", func(cl *convoyv1alpha1.Cluster) { cl.Spec.AllowedNamespaces = []string{extra} })
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	if _, err := env.Bare.Kube.CoreV1().ConfigMaps(extra).Get(ctx, "elsewhere", metav1.GetOptions{}); err != nil {
 		t.Errorf("ConfigMap %s/elsewhere once allowed: %v", extra, err)
 	}
 
 	// kube-system is still not allowed: the render becomes Unappliable, and nothing applied
 	// before is deleted.
-	updateSource(t, ns, "src", map[string]string{"app.yaml": docs(keepDoc, withNamespace(configMapDoc("elsewhere", nil, nil), extra),
-		withNamespace(configMapDoc(ns+"-intruder", nil, nil), "kube-system"))})
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout, messageContains("kube-system/"+ns+"-intruder"))
-	consistently(t, quietPeriod, func() (bool, string) { return configMapAbsent("kube-system", ns+"-intruder") })
+	env.UpdateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(keepDoc, withNamespace(framework.ConfigMapDoc("elsewhere", nil, nil), extra),
+		withNamespace(framework.ConfigMapDoc(ns+"-intruder", nil, nil), "kube-system"))})
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout, framework.MessageContains("kube-system/"+ns+"-intruder"))
+	framework.Consistently(t, quietPeriod, func() (bool, string) { return configMapAbsent("kube-system", ns+"-intruder") })
 	checkKept(t, env.Bare, ns, release, "keep")
 	checkController(t)
 }
@@ -130,15 +130,15 @@ func TestTenantOtherNamespace(t *testing.T) {
 func TestTenantTakeover(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
-	createSource(t, ns, "first-src", map[string]string{"a.yaml": configMapDoc("shared", map[string]string{"owner": "first"}, nil)})
-	createRelease(t, ns, "first", "bare", "first-src")
-	waitApplied(t, ns, "first", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
-	createSource(t, ns, "second-src", map[string]string{"a.yaml": docs(configMapDoc("mine", nil, nil),
-		configMapDoc("shared", map[string]string{"owner": "second"}, nil))})
-	createRelease(t, ns, "second", "bare", "second-src")
-	r := waitApplied(t, ns, "second", convoyv1alpha1.ReasonConflict, applyTimeout,
-		messageContains("ConfigMap "+ns+"/shared", "belongs to Release "+ns+"/first"))
-	recordResult("tenant-takeover", convoyv1alpha1.ReasonConflict, appliedCondition(r).Message)
+	env.CreateSource(t, ns, "first-src", map[string]string{"a.yaml": framework.ConfigMapDoc("shared", map[string]string{"owner": "first"}, nil)})
+	env.CreateConfigMapRelease(t, ns, "first", "bare", "first-src")
+	env.WaitApplied(t, ns, "first", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateSource(t, ns, "second-src", map[string]string{"a.yaml": framework.Docs(framework.ConfigMapDoc("mine", nil, nil),
+		framework.ConfigMapDoc("shared", map[string]string{"owner": "second"}, nil))})
+	env.CreateConfigMapRelease(t, ns, "second", "bare", "second-src")
+	r := env.WaitApplied(t, ns, "second", convoyv1alpha1.ReasonConflict, applyTimeout,
+		framework.MessageContains("ConfigMap "+ns+"/shared", "belongs to Release "+ns+"/first"))
+	recordResult("tenant-takeover", convoyv1alpha1.ReasonConflict, framework.AppliedCondition(r).Message)
 	waitEvent(t, ns, "second", convoyv1alpha1.ReasonConflict, "belongs to Release "+ns+"/first")
 	stays(t, ns, "second", convoyv1alpha1.ReasonConflict)
 	cm, err := env.Bare.Kube.CoreV1().ConfigMaps(ns).Get(ctx, "shared", metav1.GetOptions{})
@@ -154,7 +154,7 @@ func TestTenantTakeover(t *testing.T) {
 
 // hookConfigMapDoc is a ConfigMap hook of phase in namespace ns.
 func hookConfigMapDoc(name, ns, phase string) string {
-	return annotated(withNamespace(configMapDoc(name, nil, nil), ns), map[string]string{convoyv1alpha1.HookAnnotation: phase})
+	return framework.Annotated(withNamespace(framework.ConfigMapDoc(name, nil, nil), ns), map[string]string{convoyv1alpha1.HookAnnotation: phase})
 }
 
 // TestTenantHooksSyncPhases: a hook of any of the five phases in a namespace the Cluster does not
@@ -172,19 +172,19 @@ func TestTenantHooksSyncPhases(t *testing.T) {
 					return configMapAbsent("kube-system", name)
 				}
 				if placement == "cluster-scoped" {
-					hook = annotated(clusterRoleDoc(name), map[string]string{convoyv1alpha1.HookAnnotation: phase})
+					hook = framework.Annotated(clusterRoleDoc(name), map[string]string{convoyv1alpha1.HookAnnotation: phase})
 					ref, absent = "ClusterRole "+name, func() (bool, string) { return clusterRoleAbsent(name) }
 				}
-				createSource(t, ns, "src", map[string]string{"app.yaml": keepDoc})
-				createRelease(t, ns, release, "bare", "src")
-				waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
-				updateSource(t, ns, "src", map[string]string{"app.yaml": docs(keepDoc, configMapDoc("new", nil, nil), hook)})
-				r := waitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout, messageContains(ref))
+				env.CreateSource(t, ns, "src", map[string]string{"app.yaml": keepDoc})
+				env.CreateConfigMapRelease(t, ns, release, "bare", "src")
+				env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+				env.UpdateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(keepDoc, framework.ConfigMapDoc("new", nil, nil), hook)})
+				r := env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout, framework.MessageContains(ref))
 				if phase == "preSync" {
-					recordResult("tenant-hook-"+phase+"-"+placement, convoyv1alpha1.ReasonUnappliable, appliedCondition(r).Message)
+					recordResult("tenant-hook-"+phase+"-"+placement, convoyv1alpha1.ReasonUnappliable, framework.AppliedCondition(r).Message)
 				}
 				waitEvent(t, ns, release, convoyv1alpha1.ReasonUnappliable, ref)
-				consistently(t, quietPeriod, absent)
+				framework.Consistently(t, quietPeriod, absent)
 				checkKept(t, env.Bare, ns, release, "keep")
 				if ok, _ := configMapAbsent(ns, "new"); !ok {
 					t.Error("ConfigMap new of the unappliable render was applied")
@@ -193,7 +193,7 @@ func TestTenantHooksSyncPhases(t *testing.T) {
 					t.Fatal(err)
 				}
 				framework.Eventually(t, applyTimeout, func() (bool, string) {
-					return notFound("Release "+release, func() error { _, err := getRelease(ns, release); return err })
+					return framework.NotFound("Release "+release, func() error { _, err := env.GetRelease(ns, release); return err })
 				})
 				if ok, msg := absent(); !ok {
 					t.Errorf("after the deletion: %s", msg)
@@ -217,11 +217,11 @@ func TestTenantDeleteHooksPolicy(t *testing.T) {
 	updateCluster(t, ns, "bare", func(cl *convoyv1alpha1.Cluster) {
 		cl.Spec.AllowClusterScoped, cl.Spec.AllowedNamespaces = true, []string{extra}
 	})
-	createSource(t, ns, "src", map[string]string{"app.yaml": docs(keepDoc,
-		annotated(clusterRoleDoc(role), map[string]string{convoyv1alpha1.HookAnnotation: "preDelete"}),
+	env.CreateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(keepDoc,
+		framework.Annotated(clusterRoleDoc(role), map[string]string{convoyv1alpha1.HookAnnotation: "preDelete"}),
 		hookConfigMapDoc("post-delete", extra, "postDelete"))})
-	createRelease(t, ns, release, "bare", "src")
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateConfigMapRelease(t, ns, release, "bare", "src")
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	// The hook objects are named with a render suffix: find them by their owner annotation.
 	hookRoles := func() []string {
 		list, err := env.Bare.Kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
@@ -256,18 +256,18 @@ func TestTenantDeleteHooksPolicy(t *testing.T) {
 	updateCluster(t, ns, "bare", func(cl *convoyv1alpha1.Cluster) { cl.Spec.AllowClusterScoped, cl.Spec.AllowedNamespaces = false, nil })
 	// The dry run checks the hooks of every phase: the Release turns Unappliable once the
 	// controller sees the withdrawn policy, and its objects stay.
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout, messageContains(role))
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout, framework.MessageContains(role))
 	checkKept(t, env.Bare, ns, release, "keep")
 	if err := env.Convoy().CoreV1alpha1().Releases(ns).Delete(ctx, release, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	ev := waitEvent(t, ns, release, convoyv1alpha1.ReasonHookFailed, "deletion blocked", role, "needs Cluster spec.allowClusterScoped")
 	recordResult("tenant-predelete-hook-cluster-scoped", ev.Reason, ev.Message)
-	consistently(t, quietPeriod, func() (bool, string) {
+	framework.Consistently(t, quietPeriod, func() (bool, string) {
 		if got := hookRoles(); len(got) > 0 {
 			return false, fmt.Sprintf("the refused preDelete hook was created: %v", got)
 		}
-		if _, err := getRelease(ns, release); err != nil {
+		if _, err := env.GetRelease(ns, release); err != nil {
 			return false, fmt.Sprintf("the Release is gone although its preDelete hook failed: %v", err)
 		}
 		return true, ""
@@ -278,7 +278,7 @@ func TestTenantDeleteHooksPolicy(t *testing.T) {
 	// the postDelete hook, in a namespace still not allowed, is refused and only reported.
 	updateCluster(t, ns, "bare", func(cl *convoyv1alpha1.Cluster) { cl.Spec.AllowClusterScoped = true })
 	framework.Eventually(t, 2*applyTimeout, func() (bool, string) {
-		return notFound("Release "+release, func() error { _, err := getRelease(ns, release); return err })
+		return framework.NotFound("Release "+release, func() error { _, err := env.GetRelease(ns, release); return err })
 	})
 	waitEvent(t, ns, release, convoyv1alpha1.ReasonHookFailed, "post-delete", "allowedNamespaces")
 	if got := hookConfigMaps(); len(got) > 0 {
@@ -310,20 +310,20 @@ func TestServiceAccountImpersonation(t *testing.T) {
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "deployer", Namespace: ns}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	secretDoc := doc(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "creds"},
+	secretDoc := framework.Doc(map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "creds"},
 		"stringData": map[string]any{"k": "v"}})
 	asDeployer := func(r *convoyv1alpha1.Release) { r.Spec.ServiceAccountName = "deployer" }
 
-	createSource(t, ns, "src", map[string]string{"app.yaml": keepDoc})
-	createRelease(t, ns, release, "bare", "src", asDeployer)
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateSource(t, ns, "src", map[string]string{"app.yaml": keepDoc})
+	env.CreateConfigMapRelease(t, ns, release, "bare", "src", asDeployer)
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	checkKept(t, env.Bare, ns, release, "keep")
 
-	updateSource(t, ns, "src", map[string]string{"app.yaml": docs(keepDoc, secretDoc)})
+	env.UpdateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(keepDoc, secretDoc)})
 	user := "system:serviceaccount:" + ns + ":deployer"
-	r := waitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout,
-		messageContains("Secret "+ns+"/creds", "forbidden", user))
-	recordResult("serviceaccount-forbidden-kind", convoyv1alpha1.ReasonUnappliable, appliedCondition(r).Message)
+	r := env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonUnappliable, applyTimeout,
+		framework.MessageContains("Secret "+ns+"/creds", "forbidden", user))
+	recordResult("serviceaccount-forbidden-kind", convoyv1alpha1.ReasonUnappliable, framework.AppliedCondition(r).Message)
 	waitEvent(t, ns, release, convoyv1alpha1.ReasonUnappliable, "forbidden", user)
 	if _, err := kube.CoreV1().Secrets(ns).Get(ctx, "creds", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("Secret creds on bare: err %v, want NotFound", err)
@@ -331,8 +331,8 @@ func TestServiceAccountImpersonation(t *testing.T) {
 	checkKept(t, env.Bare, ns, release, "keep")
 
 	// The same render without the service account: convoy's own identity may create the Secret.
-	createSource(t, ns, "src-admin", map[string]string{"app.yaml": secretDoc})
-	createRelease(t, ns, "admin", "bare", "src-admin")
-	waitApplied(t, ns, "admin", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateSource(t, ns, "src-admin", map[string]string{"app.yaml": secretDoc})
+	env.CreateConfigMapRelease(t, ns, "admin", "bare", "src-admin")
+	env.WaitApplied(t, ns, "admin", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	checkController(t)
 }

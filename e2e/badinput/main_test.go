@@ -50,33 +50,23 @@ func TestMain(m *testing.M) {
 			"--source-max-unpacked-bytes=" + strconv.Itoa(maxUnpackedBytes),
 		}}},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	e, err := framework.StartWith(ctx, opts)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e/badinput: %v\n", err)
-		os.Exit(1)
-	}
-	env = e
-	if controllerPID, err = findControllerPID(env.Controller); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e/badinput: %v\n", err)
-		env.MarkFailed()
-		env.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	printResults()
-	if code == 0 {
-		if problem := controllerProblem(); problem != "" {
-			fmt.Fprintf(os.Stderr, "e2e/badinput: after the run: %s\n", problem)
-			code = 1
+	start := func(ctx context.Context) (*framework.Env, error) { return framework.StartWith(ctx, opts) }
+	os.Exit(framework.Run("e2e/badinput", startTimeout, &env, start, func() int {
+		var err error
+		if controllerPID, err = findControllerPID(env.Controller); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e/badinput: %v\n", err)
+			return 1
 		}
-	}
-	if code != 0 {
-		env.MarkFailed()
-	}
-	env.Stop()
-	os.Exit(code)
+		code := m.Run()
+		printResults()
+		if code == 0 {
+			if problem := controllerProblem(); problem != "" {
+				fmt.Fprintf(os.Stderr, "e2e/badinput: after the run: %s\n", problem)
+				code = 1
+			}
+		}
+		return code
+	}))
 }
 
 // printResults prints the table of the bad inputs tried and the reason and message each gave.

@@ -32,15 +32,15 @@ func TestSecretsNeverLeak(t *testing.T) {
 	planted := "planted-" + strings.ToLower(rand.Text())
 	createSecret(t, ns, "db-values", map[string]string{"values.yaml": "db:\n  password: " + planted + "\n"})
 	repo := framework.NewHelmRepo(t)
-	publish(t, repo, simpleChart("leaky", "1.0.0", map[string]string{"secret.yaml": leakyChart()}, "db:\n  password: none\nbreak: false\n"))
+	framework.Publish(t, repo, simpleChart("leaky", "1.0.0", map[string]string{"secret.yaml": leakyChart()}, "db:\n  password: none\nbreak: false\n"))
 	// Manual mode, so the drift stays until a sync; the interval makes the drift loop look again soon.
-	createHelmRelease(t, ns, release, "live", repo.URL, "leaky", "1.0.0", withManualSync(), withInterval(2*time.Second),
-		withValuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "db-values"}))
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
+	env.CreateHelmRelease(t, ns, release, "live", repo.URL, "leaky", "1.0.0", framework.WithManualSync(), framework.WithInterval(2*time.Second),
+		framework.WithValuesFrom(convoyv1alpha1.ValuesReference{Kind: "Secret", Name: "db-values"}))
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonWaitingForSync, applyTimeout, nil)
 	updateRelease(t, ns, release, func(r *convoyv1alpha1.Release) {
 		metav1.SetMetaDataAnnotation(&r.ObjectMeta, convoyv1alpha1.SyncRequestedAtAnnotation, time.Now().UTC().Format(time.RFC3339))
 	})
-	waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	secret, err := env.Live.Kube.CoreV1().Secrets(ns).Get(ctx, "db", metav1.GetOptions{})
 	if err != nil || string(secret.Data["password"]) != planted {
 		t.Fatalf("Secret db on live: %v, password %q; want the planted value", err, secret.Data["password"])
@@ -52,7 +52,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		r, err := getRelease(ns, release)
+		r, err := env.GetRelease(ns, release)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -64,14 +64,14 @@ func TestSecretsNeverLeak(t *testing.T) {
 	})
 
 	// A template error that prints the password.
-	updateRelease(t, ns, release, func(r *convoyv1alpha1.Release) { r.Spec.Values = rawJSON(map[string]any{"break": true}) })
-	r := waitApplied(t, ns, release, convoyv1alpha1.ReasonRenderFailed, applyTimeout,
-		messageContains("cannot reach the database with password [redacted]", "leaky/templates/secret.yaml"))
-	recordResult("secret-in-template-error", convoyv1alpha1.ReasonRenderFailed, appliedCondition(r).Message)
+	updateRelease(t, ns, release, func(r *convoyv1alpha1.Release) { r.Spec.Values = framework.RawJSON(map[string]any{"break": true}) })
+	r := env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonRenderFailed, applyTimeout,
+		framework.MessageContains("cannot reach the database with password [redacted]", "leaky/templates/secret.yaml"))
+	recordResult("secret-in-template-error", convoyv1alpha1.ReasonRenderFailed, framework.AppliedCondition(r).Message)
 	waitEvent(t, ns, release, convoyv1alpha1.ReasonRenderFailed, "[redacted]")
 	// The drift loop renders too: its InSync message carries the same error.
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
-		r, err := getRelease(ns, release)
+		r, err := env.GetRelease(ns, release)
 		if err != nil {
 			return false, err.Error()
 		}

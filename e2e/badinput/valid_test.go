@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	convoyv1alpha1 "github.com/kumodo/convoy/apis/core/v1alpha1"
+	"github.com/kumodo/convoy/e2e/framework"
 )
 
 // TestNegativeWave: a negative sync wave is valid input: wave -1 is applied, then wave 0.
@@ -15,10 +16,10 @@ func TestNegativeWave(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	wave := func(w string) map[string]string { return map[string]string{convoyv1alpha1.SyncWaveAnnotation: w} }
-	createSource(t, ns, "src", map[string]string{"app.yaml": docs(
-		configMapDoc("late", nil, nil), configMapDoc("early", nil, wave("-1")), configMapDoc("earliest", nil, wave("-2147483648")))})
-	createRelease(t, ns, release, "bare", "src")
-	r := waitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
+	env.CreateSource(t, ns, "src", map[string]string{"app.yaml": framework.Docs(
+		framework.ConfigMapDoc("late", nil, nil), framework.ConfigMapDoc("early", nil, wave("-1")), framework.ConfigMapDoc("earliest", nil, wave("-2147483648")))})
+	env.CreateConfigMapRelease(t, ns, release, "bare", "src")
+	r := env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	got := fmt.Sprint(r.Status.Waves)
 	var want []string
 	for _, w := range []int32{-2147483648, -1, 0} {

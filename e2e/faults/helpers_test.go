@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,11 +10,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
-	"sigs.k8s.io/yaml"
 
 	convoyv1alpha1 "github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/e2e/framework"
@@ -44,16 +41,6 @@ const (
 // ctx is the context of the tests' API calls.
 var ctx = context.Background()
 
-// objRef names an object the way the scenarios compare inventories with targets.
-type objRef struct{ Group, Kind, Namespace, Name string }
-
-func (o objRef) String() string {
-	return strings.TrimPrefix(o.Group+"/", "/") + o.Kind + " " + o.Namespace + "/" + o.Name
-}
-
-// cmRef names a ConfigMap.
-func cmRef(ns, name string) objRef { return objRef{Kind: "ConfigMap", Namespace: ns, Name: name} }
-
 // objName is the name of object i of wave w in round's render.
 func objName(round, w, i int) string { return fmt.Sprintf("r%d-w%d-%02d", round, w, i) }
 
@@ -64,7 +51,7 @@ func renderOf(round, perWave int) map[string]string {
 	for w := range waves {
 		var ds []string
 		for i := range perWave {
-			ds = append(ds, doc(map[string]any{
+			ds = append(ds, framework.Doc(map[string]any{
 				"apiVersion": "v1", "kind": "ConfigMap",
 				"metadata": map[string]any{
 					"name":        objName(round, w, i),
@@ -80,43 +67,14 @@ func renderOf(round, perWave int) map[string]string {
 }
 
 // namesOf is the set of objects of round's render of perWave objects per wave in namespace ns.
-func namesOf(ns string, round, perWave int) map[objRef]bool {
-	out := map[objRef]bool{}
+func namesOf(ns string, round, perWave int) map[framework.ObjRef]bool {
+	out := map[framework.ObjRef]bool{}
 	for w := range waves {
 		for i := range perWave {
-			out[cmRef(ns, objName(round, w, i))] = true
+			out[framework.ConfigMapRef(ns, objName(round, w, i))] = true
 		}
 	}
 	return out
-}
-
-// doc renders one manifest document.
-func doc(obj map[string]any) string {
-	out, err := yaml.Marshal(obj)
-	if err != nil {
-		panic(fmt.Sprintf("marshal manifest: %v", err)) // the tests' own literals: a bug here is ours
-	}
-	return string(out)
-}
-
-// releaseOption adjusts a Release before it is created.
-type releaseOption func(*convoyv1alpha1.Release)
-
-// withBackoff sets a short retry backoff, so recovery after a fault does not wait minutes.
-func withBackoff(initial, max time.Duration) releaseOption {
-	return func(r *convoyv1alpha1.Release) {
-		factor := int32(2)
-		r.Spec.SyncPolicy.Backoff = &convoyv1alpha1.Backoff{
-			Initial: &metav1.Duration{Duration: initial},
-			Factor:  &factor,
-			Max:     &metav1.Duration{Duration: max},
-		}
-	}
-}
-
-// getRelease reads a Release from mgmt.
-func getRelease(ns, name string) (*convoyv1alpha1.Release, error) {
-	return env.Convoy().CoreV1alpha1().Releases(ns).Get(ctx, name, metav1.GetOptions{})
 }
 
 // appliedReason returns the reason of the Applied condition when it is for the current
@@ -127,71 +85,6 @@ func appliedReason(r *convoyv1alpha1.Release) string {
 		return ""
 	}
 	return c.Reason
-}
-
-// describeApplied summarises the Applied condition for failure messages.
-func describeApplied(r *convoyv1alpha1.Release) string {
-	c := meta.FindStatusCondition(r.Status.Conditions, convoyv1alpha1.ConditionApplied)
-	if c == nil {
-		return fmt.Sprintf("Release %s/%s has no Applied condition", r.Namespace, r.Name)
-	}
-	return fmt.Sprintf("Applied=%s reason=%s message=%q (observedGeneration %d, generation %d)",
-		c.Status, c.Reason, c.Message, c.ObservedGeneration, r.Generation)
-}
-
-// lastSuccessfulRef returns status.lastSuccessful.renderRef, or "".
-func lastSuccessfulRef(r *convoyv1alpha1.Release) string {
-	if r.Status.LastSuccessful == nil {
-		return ""
-	}
-	return r.Status.LastSuccessful.RenderRef
-}
-
-// inventory returns the ReleaseInventory's entries (none when it does not exist).
-func inventory(ns, name string) (map[objRef]bool, error) {
-	inv, err := env.Convoy().CoreV1alpha1().ReleaseInventories(ns).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return map[objRef]bool{}, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get ReleaseInventory %s/%s: %w", ns, name, err)
-	}
-	refs := map[objRef]bool{}
-	for _, e := range inv.Spec.Entries {
-		refs[objRef{Group: e.Group, Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}] = true
-	}
-	return refs, nil
-}
-
-// ownedConfigMaps lists the ConfigMaps on target carrying the owner annotation of Release ns/name.
-func ownedConfigMaps(target *framework.APIServer, ns, name string) (map[objRef]bool, error) {
-	list, err := target.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list ConfigMaps on %s: %w", target.Name, err)
-	}
-	out := map[objRef]bool{}
-	for _, cm := range list.Items {
-		if cm.Annotations[convoyv1alpha1.OwnerAnnotation] == ns+"/"+name {
-			out[cmRef(ns, cm.Name)] = true
-		}
-	}
-	return out, nil
-}
-
-// setDiff returns the members of a missing from b, sorted, at most 10 of them named.
-func setDiff(a, b map[objRef]bool) (n int, sample string) {
-	var missing []string
-	for r := range a {
-		if !b[r] {
-			missing = append(missing, r.String())
-		}
-	}
-	sort.Strings(missing)
-	n = len(missing)
-	if len(missing) > 10 {
-		missing = append(missing[:10], "…")
-	}
-	return n, strings.Join(missing, ", ")
 }
 
 // measure is what one check of a Release against its target found.
@@ -206,12 +99,12 @@ type measure struct {
 }
 
 // measureRelease compares the target and the inventory with the render want.
-func measureRelease(target *framework.APIServer, ns, name string, want map[objRef]bool) (measure, error) {
-	owned, err := ownedConfigMaps(target, ns, name)
+func measureRelease(target *framework.APIServer, ns, name string, want map[framework.ObjRef]bool) (measure, error) {
+	owned, err := framework.OwnedConfigMaps(target, ns, name)
 	if err != nil {
 		return measure{}, err
 	}
-	inv, err := inventory(ns, name)
+	inv, _, err := env.Inventory(ns, name)
 	if err != nil {
 		return measure{}, err
 	}
@@ -230,7 +123,7 @@ func measureRelease(target *framework.APIServer, ns, name string, want map[objRe
 	var problems []string
 	for _, d := range []struct {
 		what string
-		a, b map[objRef]bool
+		a, b map[framework.ObjRef]bool
 	}{
 		{"objects of the render missing on the target", want, owned},
 		{"owned objects on the target not in the render (not pruned)", owned, want},
@@ -238,7 +131,7 @@ func measureRelease(target *framework.APIServer, ns, name string, want map[objRe
 		{"objects of the render missing from the inventory", want, inv},
 		{"inventory entries not in the render", inv, want},
 	} {
-		if n, s := setDiff(d.a, d.b); n > 0 {
+		if n, s := framework.SetDiff(d.a, d.b); n > 0 {
 			problems = append(problems, fmt.Sprintf("%d %s: %s", n, d.what, s))
 		}
 	}
@@ -249,15 +142,15 @@ func measureRelease(target *framework.APIServer, ns, name string, want map[objRe
 // orphansNow counts the owned objects on target that are not in the Release's inventory: what a
 // fault at this moment would leave behind for good.
 func orphansNow(target *framework.APIServer, ns, name string) (int, string, error) {
-	owned, err := ownedConfigMaps(target, ns, name)
+	owned, err := framework.OwnedConfigMaps(target, ns, name)
 	if err != nil {
 		return 0, "", err
 	}
-	inv, err := inventory(ns, name)
+	inv, _, err := env.Inventory(ns, name)
 	if err != nil {
 		return 0, "", err
 	}
-	n, s := setDiff(owned, inv)
+	n, s := framework.SetDiff(owned, inv)
 	return n, fmt.Sprintf("%d owned on the target, %d inventory entries; not inventoried: %s", len(owned), len(inv), s), nil
 }
 
@@ -277,30 +170,12 @@ type releaseRun struct {
 
 // startRelease creates the source of round 1 and a Release of it applied to cluster (its target
 // is target), and waits until round 1 converged. Its renders have perWave objects per wave.
-func startRelease(t *testing.T, tl *tally, target *framework.APIServer, ns, cluster, name string, perWave int, opts ...releaseOption) *releaseRun {
+func startRelease(t *testing.T, tl *tally, target *framework.APIServer, ns, cluster, name string, perWave int, opts ...framework.ReleaseOption) *releaseRun {
 	t.Helper()
 	r := &releaseRun{t: t, target: target, ns: ns, name: name, source: name + "-manifests", perWave: perWave, round: 1, tally: tl}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: r.source, Namespace: ns}, Data: renderOf(1, perWave)}
-	if _, err := env.Mgmt.Kube.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create source ConfigMap %s/%s: %v", ns, r.source, err)
-	}
-	rel := &convoyv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: convoyv1alpha1.ReleaseSpec{
-			ClusterRef:      convoyv1alpha1.LocalObjectReference{Name: cluster},
-			TargetNamespace: ns,
-			Source:          convoyv1alpha1.ReleaseSource{ConfigMapRef: &convoyv1alpha1.LocalObjectReference{Name: r.source}},
-			ContentType:     convoyv1alpha1.ContentTypeManifests,
-		},
-	}
-	rel.Spec.SyncPolicy.Interval = &metav1.Duration{Duration: syncInterval}
-	withBackoff(time.Second, 2*time.Second)(rel)
-	for _, o := range opts {
-		o(rel)
-	}
-	if _, err := env.Convoy().CoreV1alpha1().Releases(ns).Create(ctx, rel, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Release %s/%s: %v", ns, name, err)
-	}
+	env.CreateSource(t, ns, r.source, renderOf(1, perWave))
+	defaults := []framework.ReleaseOption{framework.WithInterval(syncInterval), framework.WithBackoff(time.Second, 2*time.Second)}
+	env.CreateConfigMapRelease(t, ns, name, cluster, r.source, append(defaults, opts...)...)
 	r.converge()
 	return r
 }
@@ -348,12 +223,12 @@ func (r *releaseRun) converge() {
 		// Release says the render is applied, so polling does not slow the sync it waits for.
 		var m measure
 		status := ""
-		rel, err := getRelease(r.ns, r.name)
+		rel, err := env.GetRelease(r.ns, r.name)
 		if err == nil {
-			ref := lastSuccessfulRef(rel)
+			ref := framework.LastSuccessfulRef(rel)
 			switch {
 			case appliedReason(rel) != convoyv1alpha1.ReasonApplied:
-				status = "not Applied: " + describeApplied(rel)
+				status = "not Applied: " + framework.DescribeApplied(rel)
 			case ref == "" || ref == r.prevRef:
 				status = fmt.Sprintf("lastSuccessful.renderRef is still %q", ref)
 			}
@@ -425,7 +300,7 @@ func recordReasons(ns, name string) *reasonRecorder {
 	go func() {
 		defer close(rr.done)
 		for {
-			if rel, err := getRelease(ns, name); err == nil {
+			if rel, err := env.GetRelease(ns, name); err == nil {
 				if reason := appliedReason(rel); reason != "" {
 					rr.mu.Lock()
 					if !contains(rr.seen, reason) {

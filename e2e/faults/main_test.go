@@ -43,19 +43,10 @@ func TestMain(m *testing.M) {
 		// interval would re-assess every inventory all the time on a 2-core machine.
 		Controllers: []framework.ControllerOptions{{Args: []string{"--target-qps=500", "--target-burst=1000", "--health-interval=30s"}}},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	e, err := framework.StartWith(ctx, opts)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e/faults: %v\n", err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	fmt.Print(report.table())
-	if code != 0 {
-		env.MarkFailed()
-	}
-	env.Stop()
-	os.Exit(code)
+	start := func(ctx context.Context) (*framework.Env, error) { return framework.StartWith(ctx, opts) }
+	os.Exit(framework.Run("e2e/faults", startTimeout, &env, start, func() int {
+		code := m.Run()
+		fmt.Print(report.table())
+		return code
+	}))
 }

@@ -90,24 +90,7 @@ func (e *Env) NewNamespace(t *testing.T) string {
 // the Secret "<clusterName>-kubeconfig" with target's admin kubeconfig under
 // KubeconfigSecretKey, and the Cluster referring to it. The namespace must exist.
 func (e *Env) RegisterCluster(ctx context.Context, namespace, clusterName string, target *APIServer) error {
-	secretName := clusterName + "-kubeconfig"
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: secretName, Namespace: namespace},
-		Data:       map[string][]byte{KubeconfigSecretKey: target.Kubeconfig},
-	}
-	if _, err := e.Mgmt.Kube.CoreV1().Secrets(namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Secret %s: %w", secretName, err)
-	}
-	cluster := &convoyv1alpha1.Cluster{
-		ObjectMeta: metav1.ObjectMeta{Name: clusterName, Namespace: namespace},
-		Spec: convoyv1alpha1.ClusterSpec{
-			KubeConfigSecretRef: &convoyv1alpha1.SecretKeyReference{Name: secretName, Key: KubeconfigSecretKey},
-		},
-	}
-	if _, err := e.convoy.CoreV1alpha1().Clusters(namespace).Create(ctx, cluster, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Cluster %s: %w", clusterName, err)
-	}
-	return nil
+	return e.RegisterClusterKubeconfig(ctx, namespace, clusterName, target.Kubeconfig)
 }
 
 // cleanupNamespace is NewNamespace's cleanup.

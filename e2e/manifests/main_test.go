@@ -7,7 +7,6 @@ package manifests
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -23,23 +22,11 @@ var env *framework.Env
 const startTimeout = 2 * time.Minute
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	// `go test ./e2e/...` runs this package beside the e2e suite: never share its work dir.
 	var opts framework.Options
 	if dir := os.Getenv("CONVOY_E2E_WORKDIR"); dir != "" {
 		opts.WorkDir = filepath.Join(dir, "manifests")
 	}
-	e, err := framework.StartManagementOnly(ctx, opts)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e/manifests: %v\n", err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if code != 0 {
-		env.MarkFailed()
-	}
-	env.Stop()
-	os.Exit(code)
+	start := func(ctx context.Context) (*framework.Env, error) { return framework.StartManagementOnly(ctx, opts) }
+	os.Exit(framework.Run("e2e/manifests", startTimeout, &env, start, m.Run))
 }

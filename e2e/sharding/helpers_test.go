@@ -71,19 +71,7 @@ func setSource(t *testing.T, ns string, i int, v string) {
 // working on the target the whole test.
 func createRelease(t *testing.T, ns string, i int, interval time.Duration) {
 	t.Helper()
-	r := &convoyv1alpha1.Release{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rel-%d", i), Namespace: ns},
-		Spec: convoyv1alpha1.ReleaseSpec{
-			ClusterRef:      convoyv1alpha1.LocalObjectReference{Name: targetName(i)},
-			TargetNamespace: ns,
-			Source:          convoyv1alpha1.ReleaseSource{ConfigMapRef: &convoyv1alpha1.LocalObjectReference{Name: fmt.Sprintf("src-%d", i)}},
-			ContentType:     convoyv1alpha1.ContentTypeManifests,
-			SyncPolicy:      convoyv1alpha1.SyncPolicy{Interval: &metav1.Duration{Duration: interval}},
-		},
-	}
-	if _, err := env.Convoy().CoreV1alpha1().Releases(ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create Release %s: %v", r.Name, err)
-	}
+	env.CreateConfigMapRelease(t, ns, fmt.Sprintf("rel-%d", i), targetName(i), fmt.Sprintf("src-%d", i), framework.WithInterval(interval))
 }
 
 // converged reports whether shard i's objects on its target are at version v and its Release

@@ -5,7 +5,6 @@ package sharding
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -54,18 +53,6 @@ func TestMain(m *testing.M) {
 			"--identity=" + r.id,
 		}})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	e, err := framework.StartWith(ctx, opts)
-	cancel()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "e2e/sharding: %v\n", err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if code != 0 {
-		env.MarkFailed()
-	}
-	env.Stop()
-	os.Exit(code)
+	start := func(ctx context.Context) (*framework.Env, error) { return framework.StartWith(ctx, opts) }
+	os.Exit(framework.Run("e2e/sharding", startTimeout, &env, start, m.Run))
 }
