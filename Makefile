@@ -4,8 +4,9 @@ SHELL := /usr/bin/env bash
 # The Go toolchain every target builds and checks with: go.mod's language version is 1.26, and this
 # release of the toolchain carries the standard library's security fixes (govulncheck in make verify
 # fails on a vulnerable standard library). The go command fetches it from the Go module proxy once.
-GOTOOLCHAIN ?= go1.27.3
-export GOTOOLCHAIN
+# Set here rather than taken from the environment, where GOTOOLCHAIN=local would quietly build with
+# whatever Go the machine has; `make GOTOOLCHAIN=...` still overrides it.
+export GOTOOLCHAIN := go1.27.3
 
 # Real third-party charts for the "real charts" suite and the benchmark, when they sit beside the checkout.
 CONVOY_REAL_CHARTS ?= $(if $(wildcard ../shared/testdata/charts),$(abspath ../shared/testdata/charts),)
