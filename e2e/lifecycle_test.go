@@ -230,7 +230,7 @@ func TestPreSyncHookFailure(t *testing.T) {
 				if !strings.Contains(framework.DescribeApplied(r), "migrate") {
 					t.Errorf("%s does not name the hook", framework.DescribeApplied(r))
 				}
-				checkNothingApplied(t, env.Live, ns, "app")
+				env.CheckNothingApplied(t, env.Live, ns, "app")
 			} else {
 				configMapData(t, env.Live, ns, "config", dataIs(map[string]string{"a": "1"}))
 			}
@@ -328,7 +328,7 @@ func TestSyncFailedHook(t *testing.T) {
 	if n := len(hookJobs(t, ns, "never")); n != 0 {
 		t.Errorf("%d postSync Jobs after a failed sync, want 0", n)
 	}
-	checkNothingApplied(t, env.Live, ns, "app")
+	env.CheckNothingApplied(t, env.Live, ns, "app")
 }
 
 // TestDeleteHooks: deleting the Release runs the preDelete hook before the objects are pruned and

@@ -85,28 +85,6 @@ func revisionIs(want string) func(*convoyv1alpha1.Release) (bool, string) {
 	}
 }
 
-// checkNothingApplied fails the test when Release ns/name owns any ConfigMap on target or has
-// inventory entries: a failed render or fetch applies nothing.
-func checkNothingApplied(t *testing.T, target *framework.APIServer, ns, name string) {
-	t.Helper()
-	owned, err := framework.OwnedConfigMaps(target, ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(owned) > 0 {
-		n, sample := framework.SetDiff(owned, nil)
-		t.Errorf("Release %s/%s applied %d ConfigMaps to %s: %s", ns, name, n, target.Name, sample)
-	}
-	inv, _, err := env.Inventory(ns, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(inv) > 0 {
-		n, sample := framework.SetDiff(inv, nil)
-		t.Errorf("Release %s/%s has %d inventory entries: %s", ns, name, n, sample)
-	}
-}
-
 // configMapData waits until ConfigMap ns/name on target exists and accept agrees with its data.
 func configMapData(t *testing.T, target *framework.APIServer, ns, name string, accept func(map[string]string) string) *corev1.ConfigMap {
 	t.Helper()

@@ -287,7 +287,7 @@ func TestRenderFailures(t *testing.T) {
 				}
 				return true, ""
 			})
-			checkNothingApplied(t, env.Live, ns, tt.name)
+			env.CheckNothingApplied(t, env.Live, ns, tt.name)
 		})
 	}
 	for _, name := range []string{"broken-good", "broken-bad", "escape-ok"} {
@@ -445,5 +445,5 @@ func TestRenderHelmRepoCredentials(t *testing.T) {
 	if c := framework.AppliedCondition(r); c != nil && strings.Contains(c.Message, "s3cret-password") {
 		t.Errorf("the Applied message shows the password: %s", c.Message)
 	}
-	checkNothingApplied(t, env.Bare, ns, "anonymous")
+	env.CheckNothingApplied(t, env.Bare, ns, "anonymous")
 }

@@ -273,7 +273,7 @@ func TestBadInput(t *testing.T) {
 					return err
 				})
 			})
-			checkNothingApplied(t, c.target, c.ns, release)
+			env.CheckNothingApplied(t, c.target, c.ns, release)
 		},
 	}, {
 		name:  "pin-unknown-render",

@@ -105,24 +105,6 @@ func checkKept(t *testing.T, target *framework.APIServer, ns, release string, na
 	}
 }
 
-// checkNothingApplied fails the test when Release ns/name owns a ConfigMap on target or has
-// inventory entries.
-func checkNothingApplied(t *testing.T, target *framework.APIServer, ns, name string) {
-	t.Helper()
-	list, err := target.Kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cm := range list.Items {
-		if cm.Annotations[convoyv1alpha1.OwnerAnnotation] == ns+"/"+name {
-			t.Errorf("Release %s/%s applied ConfigMap %s to %s", ns, name, cm.Name, target.Name)
-		}
-	}
-	if inv, _, err := env.Inventory(ns, name); err != nil || len(inv) > 0 {
-		t.Errorf("Release %s/%s inventory %v (err %v), want empty", ns, name, inv, err)
-	}
-}
-
 // waitEvent waits for an Event on Release ns/name with reason whose message holds every part,
 // read from the management API server, and returns it.
 func waitEvent(t *testing.T, ns, name, reason string, parts ...string) corev1.Event {

@@ -83,7 +83,7 @@ func TestTenantClusterScoped(t *testing.T) {
 	recordResult("tenant-cluster-scoped", convoyv1alpha1.ReasonUnappliable, framework.AppliedCondition(r).Message)
 	waitEvent(t, ns, release, convoyv1alpha1.ReasonUnappliable, "needs Cluster spec.allowClusterScoped")
 	framework.Consistently(t, quietPeriod, func() (bool, string) { return clusterRoleAbsent(role) })
-	checkNothingApplied(t, env.Bare, ns, release)
+	env.CheckNothingApplied(t, env.Bare, ns, release)
 
 	updateCluster(t, ns, "bare", func(cl *convoyv1alpha1.Cluster) { cl.Spec.AllowClusterScoped = true })
 	env.WaitApplied(t, ns, release, convoyv1alpha1.ReasonApplied, applyTimeout, nil)

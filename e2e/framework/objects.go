@@ -61,6 +61,28 @@ func OwnedConfigMaps(target *APIServer, ns, name string) (map[ObjRef]bool, error
 	return out, nil
 }
 
+// CheckNothingApplied fails the test when Release ns/name owns any ConfigMap on target or has
+// inventory entries: a render, fetch or check that failed applied nothing.
+func (e *Env) CheckNothingApplied(t *testing.T, target *APIServer, ns, name string) {
+	t.Helper()
+	owned, err := OwnedConfigMaps(target, ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(owned) > 0 {
+		n, sample := SetDiff(owned, nil)
+		t.Errorf("Release %s/%s applied %d ConfigMaps to %s: %s", ns, name, n, target.Name, sample)
+	}
+	inv, _, err := e.Inventory(ns, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inv) > 0 {
+		n, sample := SetDiff(inv, nil)
+		t.Errorf("Release %s/%s has %d inventory entries: %s", ns, name, n, sample)
+	}
+}
+
 // SetDiff returns the members of a missing from b, sorted, at most 10 of them named.
 func SetDiff(a, b map[ObjRef]bool) (n int, sample string) {
 	var missing []string
