@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -47,6 +48,7 @@ type APIServer struct {
 	saKeyPath      string
 	caPath         string
 	args           []string
+	env            []string // after apiServerEnv
 
 	mu   sync.Mutex
 	proc *process
@@ -106,13 +108,19 @@ func (a *APIServer) Start() error {
 	return a.start(ctx)
 }
 
+// addOptions adds the flags and environment Options give every API server.
+func (a *APIServer) addOptions(opts Options) {
+	a.args = append(a.args, opts.APIServerArgs...)
+	a.env = append(a.env, opts.APIServerEnv...)
+}
+
 func (a *APIServer) start(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.proc != nil && !a.proc.exited() {
 		return fmt.Errorf("API server %s is already running (pid %d)", a.Name, a.proc.pid())
 	}
-	proc, err := startProcess("kube-apiserver "+a.Name, a.logPath, apiServerEnv, a.bin, a.args...)
+	proc, err := startProcess("kube-apiserver "+a.Name, a.logPath, append(slices.Clone(apiServerEnv), a.env...), a.bin, a.args...)
 	if err != nil {
 		return err
 	}

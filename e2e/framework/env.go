@@ -43,7 +43,7 @@ type Env struct {
 	RenderStoreURL, FileStoreURL string
 
 	convoy versioned.Interface
-	etcd   *etcd
+	etcd   *EtcdServer
 	live   *liveComponents
 	failed atomic.Bool
 }
@@ -123,7 +123,7 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 		return fmt.Errorf("create log dir: %w", err)
 	}
 	var err error
-	if e.etcd, err = startEtcd(ctx, filepath.Join(bins, binEtcd), filepath.Join(e.WorkDir, "etcd"), logDir); err != nil {
+	if e.etcd, err = startSharedEtcd(ctx, filepath.Join(bins, binEtcd), filepath.Join(e.WorkDir, "etcd"), logDir); err != nil {
 		return err
 	}
 	servers := map[string]**APIServer{"mgmt": &e.Mgmt, TargetLive: &e.Live, TargetBare: &e.Bare, TargetFault: &e.Fault}
@@ -136,7 +136,7 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 		if err != nil {
 			return err
 		}
-		a.args = append(a.args, opts.APIServerArgs...)
+		a.addOptions(opts)
 		*field = a
 		starts = append(starts, func() error { return a.start(ctx) })
 	}
@@ -145,7 +145,7 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 		if err != nil {
 			return err
 		}
-		a.args = append(a.args, opts.APIServerArgs...)
+		a.addOptions(opts)
 		if e.BareTargets == nil {
 			e.BareTargets = map[string]*APIServer{}
 		}
@@ -192,9 +192,15 @@ func (e *Env) start(ctx context.Context, root, bins string, targets map[string]b
 	return nil
 }
 
-// newTarget prepares the API server of a target or mgmt, with its audit log when audit is set.
+// newTarget is newTargetOn the shared etcd.
 func (e *Env) newTarget(name, bins, logDir string, audit bool) (*APIServer, error) {
-	a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, e.etcd.url)
+	return e.newTargetOn(name, bins, logDir, audit, e.etcd.URL)
+}
+
+// newTargetOn prepares the API server of a target or mgmt that stores its cluster in the etcd at
+// etcdURL, with its audit log when audit is set.
+func (e *Env) newTargetOn(name, bins, logDir string, audit bool, etcdURL string) (*APIServer, error) {
+	a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, etcdURL)
 	if err != nil {
 		return nil, err
 	}
@@ -287,7 +293,7 @@ func (e *Env) Stop() {
 	}
 	errs = append(errs, e.stopTargetEtcds()...)
 	if e.etcd != nil {
-		errs = append(errs, e.etcd.proc.stop(10*time.Second))
+		errs = append(errs, e.etcd.Stop())
 	}
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: stopping the environment: %v\n", err)

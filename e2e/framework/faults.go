@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,11 +24,11 @@ import (
 // etcdStartTimeout bounds one start of a target's own etcd until it answers /health.
 const etcdStartTimeout = 60 * time.Second
 
-// EtcdServer is an etcd of one target's own (Options.OwnEtcdTargets), which tests may Stop and
-// Start to take that target's storage away while its API server keeps running. Its data and
-// ports survive a restart.
+// EtcdServer is an etcd: the run's shared one (Name empty), or one of a target's own
+// (Options.OwnEtcdTargets), which tests may Stop and Start to take that target's storage away
+// while its API server keeps running. Its data and ports survive a restart.
 type EtcdServer struct {
-	// Name is the target the etcd stores.
+	// Name is the target the etcd stores; empty for the shared etcd.
 	Name string
 	// URL is the client URL (plain HTTP on 127.0.0.1).
 	URL string
@@ -37,7 +38,8 @@ type EtcdServer struct {
 	proc                       *process
 }
 
-// newEtcdServer prepares the etcd of target name, with its data in dir; Start runs it.
+// newEtcdServer prepares the etcd of target name ("" for the shared one), with its data in dir;
+// Start runs it.
 func newEtcdServer(name, bin, dir, logDir string) (*EtcdServer, error) {
 	clientPort, err := freePort()
 	if err != nil {
@@ -47,12 +49,16 @@ func newEtcdServer(name, bin, dir, logDir string) (*EtcdServer, error) {
 	if err != nil {
 		return nil, err
 	}
+	logName := "etcd.log"
+	if name != "" {
+		logName = "etcd-" + name + ".log"
+	}
 	return &EtcdServer{
 		Name:    name,
 		URL:     "http://127.0.0.1:" + strconv.Itoa(clientPort),
 		bin:     bin,
 		dir:     dir,
-		logPath: filepath.Join(logDir, "etcd-"+name+".log"),
+		logPath: filepath.Join(logDir, logName),
 		peerURL: "http://127.0.0.1:" + strconv.Itoa(peerPort),
 	}, nil
 }
@@ -63,15 +69,15 @@ func (s *EtcdServer) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.proc != nil && !s.proc.exited() {
-		return fmt.Errorf("etcd of %s is already running (pid %d)", s.Name, s.proc.pid())
+		return fmt.Errorf("%s is already running (pid %d)", s, s.proc.pid())
 	}
-	// The same flags as the shared etcd (etcd.go); the data directory makes a restart the same
-	// member with the same data.
-	proc, err := startProcess("etcd "+s.Name, s.logPath, nil, s.bin,
+	// The data directory makes a restart the same member with the same data.
+	proc, err := startProcess(strings.TrimSpace("etcd "+s.Name), s.logPath, nil, s.bin,
 		"--data-dir="+s.dir,
 		"--listen-client-urls="+s.URL, "--advertise-client-urls="+s.URL,
 		"--listen-peer-urls="+s.peerURL, "--initial-advertise-peer-urls="+s.peerURL,
 		"--initial-cluster=default="+s.peerURL,
+		// Test data need not survive a power cut; fsync on a shared 2-core machine is slow.
 		"--unsafe-no-fsync",
 		"--log-level=warn",
 	)
@@ -83,7 +89,7 @@ func (s *EtcdServer) Start(ctx context.Context) error {
 	defer cancel()
 	if err := waitHTTP(ctx, proc, http.DefaultClient, s.URL+"/health"); err != nil {
 		_ = proc.kill()
-		return fmt.Errorf("etcd of %s not ready: %w", s.Name, err)
+		return fmt.Errorf("%s not ready: %w", s, err)
 	}
 	return nil
 }
@@ -96,9 +102,17 @@ func (s *EtcdServer) Stop() error {
 		return nil
 	}
 	if err := s.proc.stop(10 * time.Second); err != nil {
-		return fmt.Errorf("stop etcd of %s: %w", s.Name, err)
+		return fmt.Errorf("stop %s: %w", s, err)
 	}
 	return nil
+}
+
+// String names the etcd in errors: "the shared etcd" or "etcd of <target>".
+func (s *EtcdServer) String() string {
+	if s.Name == "" {
+		return "the shared etcd"
+	}
+	return "etcd of " + s.Name
 }
 
 // ownEtcdTargets validates OwnEtcdTargets: DNS labels, unique, none a standard target, mgmt or
@@ -142,7 +156,7 @@ func (e *Env) prepareOwnEtcdTargets(ctx context.Context, bins, logDir string, op
 		if err != nil {
 			return nil, err
 		}
-		a.args = append(a.args, opts.APIServerArgs...)
+		a.addOptions(opts)
 		if e.BareTargets == nil {
 			e.BareTargets = map[string]*APIServer{}
 		}
@@ -150,20 +164,6 @@ func (e *Env) prepareOwnEtcdTargets(ctx context.Context, bins, logDir string, op
 		starts = append(starts, func() error { return a.start(ctx) })
 	}
 	return starts, nil
-}
-
-// newTargetOn is newTarget with the cluster stored in the etcd at etcdURL.
-func (e *Env) newTargetOn(name, bins, logDir string, audit bool, etcdURL string) (*APIServer, error) {
-	a, err := newAPIServer(name, filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, name), logDir, etcdURL)
-	if err != nil {
-		return nil, err
-	}
-	if audit {
-		if err := a.enableAudit(logDir); err != nil {
-			return nil, err
-		}
-	}
-	return a, nil
 }
 
 // stopTargetEtcds stops the targets' own etcds; their API servers must be stopped first.

@@ -46,10 +46,10 @@ func (e *Env) startManagementOnly(ctx context.Context, bins string) error {
 		return fmt.Errorf("create log dir: %w", err)
 	}
 	var err error
-	if e.etcd, err = startEtcd(ctx, filepath.Join(bins, binEtcd), filepath.Join(e.WorkDir, "etcd"), logDir); err != nil {
+	if e.etcd, err = startSharedEtcd(ctx, filepath.Join(bins, binEtcd), filepath.Join(e.WorkDir, "etcd"), logDir); err != nil {
 		return err
 	}
-	a, err := newAPIServer("mgmt", filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, "mgmt"), logDir, e.etcd.url)
+	a, err := newAPIServer("mgmt", filepath.Join(bins, binKubeAPIServer), filepath.Join(e.WorkDir, "mgmt"), logDir, e.etcd.URL)
 	if err != nil {
 		return err
 	}

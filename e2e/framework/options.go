@@ -42,6 +42,9 @@ type Options struct {
 	// APIServerArgs are flags given to every kube-apiserver after the harness's own; a flag given
 	// again overrides the harness's value (the benchmark widens --service-cluster-ip-range).
 	APIServerArgs []string
+	// APIServerEnv is environment given to every kube-apiserver after the harness's own
+	// (apiServerEnv); the benchmark lifts the soft heap cap with GOMEMLIMIT=off.
+	APIServerEnv []string
 	// OwnEtcdTargets names more targets with an API server only, each storing its cluster in an
 	// etcd of its own (Env.TargetEtcds) that tests may Stop and Start. They are in
 	// Env.BareTargets, and NewNamespace registers them as Clusters of those names too. They do

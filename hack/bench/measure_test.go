@@ -2,6 +2,7 @@ package main
 
 import (
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -168,5 +169,49 @@ func TestTableWrite(t *testing.T) {
 	}
 	if got := perReconcile(0, 4); got != "0" {
 		t.Errorf("perReconcile(0, 4) = %q", got)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		seconds []float64
+		want    float64
+	}{
+		{"one", []float64{2}, 2},
+		{"odd, unsorted", []float64{3, 1, 2}, 2},
+		{"even takes the lower middle", []float64{4, 1, 3, 2}, 2},
+		{"ties", []float64{1, 1, 5}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			us := make([]usage, len(tc.seconds))
+			for i, s := range tc.seconds {
+				us[i] = usage{seconds: s, targetWrites: s * 10}
+			}
+			got := median(us)
+			if got.seconds != tc.want || got.targetWrites != tc.want*10 {
+				t.Errorf("median = %+v, want the usage of %v s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLimiterFloor(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		u     usage
+		qps   float64
+		burst int
+		want  float64
+	}{
+		{"within the burst", usage{targetWrites: 80, targetReads: 20}, 50, 100, 0},
+		{"dry runs count", usage{targetReads: 4, targetWrites: 200, targetDryRuns: 200}, 50, 100, 6.08},
+		{"plain loop", usage{targetReads: 2, targetWrites: 200}, 50, 100, 2.04},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := limiterFloor(tc.u, tc.qps, tc.burst); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("limiterFloor = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
