@@ -89,10 +89,17 @@ func (c *Controller) Kill() error {
 
 // Restart stops the controller gracefully if it still runs (SIGTERM), starts it again with
 // the same flags and waits until it is ready.
-func (c *Controller) Restart() error {
+func (c *Controller) Restart() error { return c.RestartWith() }
+
+// RestartWith is Restart with args added after the controller's flags, for this start and the
+// later ones: a flag given again overrides its earlier value.
+func (c *Controller) RestartWith(args ...string) error {
 	if err := c.stop(); err != nil {
 		return err
 	}
+	c.mu.Lock()
+	c.args = append(c.args, args...)
+	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), controllerReadyTimeout)
 	defer cancel()
 	return c.start(ctx)

@@ -11,9 +11,9 @@
 //
 // The controller's numbers come from its own /metrics (convoy_rest_client_requests_total, which
 // counts every client-go request by verb and host, read before and after the scenario) and from
-// /proc: CPU is the utime+stime delta, peak RSS is VmHWM, the peak since the process started (so
-// it is the peak up to the end of that scenario). The baselines run in the same process and
-// environment right after convoy:
+// /proc: CPU is the utime+stime delta, peak RSS is VmHWM, the peak since the process started or
+// since the bench restarted it (so it is the peak up to the end of that scenario). The baselines
+// run in the same process and environment right after convoy:
 //
 //   - plain SSA loop: the same objects, rendered the same way, applied by a plain client-go
 //     server-side apply loop (one PATCH per object) per target with the controller's QPS and burst
@@ -28,6 +28,9 @@
 //
 //	a  one Release of -objects objects (ConfigMaps and Deployments with 0 replicas, half each) on
 //	   the live target, from a ConfigMap source; -rounds-a rounds, the table shows the median.
+//	   When the client-side limiter bound convoy (the dry-run gate sends twice the loop's requests),
+//	   the controller is restarted and a second table compares them at 1000 QPS and burst 2000,
+//	   where the API server is the limit.
 //	b  -releases Releases of the podinfo chart from $CONVOY_REAL_CHARTS/podinfo, packaged and served
 //	   from a Helm repository on 127.0.0.1, spread over the live, bare and fault targets.
 //	c  steady state: every Release of b is reconciled again with nothing changed (an annotation is
@@ -65,6 +68,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kumodo/convoy/e2e/framework"
 )
@@ -269,30 +274,75 @@ func (b *bench) runScenarios(ctx context.Context) error {
 		return fmt.Errorf("management URL: %w", err)
 	}
 	b.mgmtHost = mgmt.Host
-	b.sampler = &sampler{metricsURL: b.env.Controller.HealthURL() + "/metrics", pid: b.env.Controller.PID(),
-		client: &http.Client{Timeout: 10 * time.Second}}
-	if b.sampler.pid == 0 {
-		return errors.New("the controller is not running")
+	if err := b.startSampler(); err != nil {
+		return err
+	}
+	one := func(fn func(context.Context) (*table, error)) func(context.Context) ([]*table, error) {
+		return func(ctx context.Context) ([]*table, error) {
+			t, err := fn(ctx)
+			return []*table{t}, err
+		}
 	}
 	steps := []struct {
 		name string
-		fn   func(context.Context) (*table, error)
+		fn   func(context.Context) ([]*table, error)
 	}{
 		{"a", b.scenarioA},
-		{"b", b.scenarioB},
-		{"c", b.scenarioC},
-		{"d", b.scenarioD},
+		{"b", one(b.scenarioB)},
+		{"c", one(b.scenarioC)},
+		{"d", one(b.scenarioD)},
 	}
 	for _, s := range steps {
 		if !b.cfg.scenarios[s.name] {
 			continue
 		}
-		t, err := s.fn(ctx)
+		ts, err := s.fn(ctx)
 		if err != nil {
 			return fmt.Errorf("scenario %s: %w", s.name, err)
 		}
-		t.write(os.Stdout)
-		b.tables = append(b.tables, t)
+		for _, t := range ts {
+			t.write(os.Stdout)
+		}
+		b.tables = append(b.tables, ts...)
+	}
+	return nil
+}
+
+// startSampler points the sampler at the running controller process.
+func (b *bench) startSampler() error {
+	b.sampler = &sampler{metricsURL: b.env.Controller.HealthURL() + "/metrics", pid: b.env.Controller.PID(),
+		client: &http.Client{Timeout: 10 * time.Second}}
+	if b.sampler.pid == 0 {
+		return errors.New("the controller is not running")
+	}
+	return nil
+}
+
+// restartController restarts the controller with the given QPS and burst to targets and waits
+// until it has reconciled every Release it finds on start (each once, after its Cluster's first
+// probe), so that none of them is reconciled inside the next measurement. Its counters start
+// again, and its peak RSS is reset once it has settled: the start's own peak is not the next
+// scenario's.
+func (b *bench) restartController(ctx context.Context, qps float64, burst int) error {
+	releases, err := b.env.Convoy().CoreV1alpha1().Releases("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list Releases: %w", err)
+	}
+	if err := b.env.Controller.RestartWith(fmt.Sprintf("--target-qps=%g", qps), fmt.Sprintf("--target-burst=%d", burst)); err != nil {
+		return fmt.Errorf("restart the controller: %w", err)
+	}
+	if err := b.startSampler(); err != nil {
+		return err
+	}
+	if _, err := b.waitReconciles(ctx, float64(len(releases.Items))); err != nil {
+		return fmt.Errorf("after the restart: %w", err)
+	}
+	if err := b.waitQuiet(ctx); err != nil {
+		return err
+	}
+	// 5 resets VmHWM to the current RSS (proc(5), /proc/pid/clear_refs).
+	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", b.sampler.pid), []byte("5"), 0); err != nil {
+		return fmt.Errorf("reset the controller's peak RSS: %w", err)
 	}
 	return nil
 }
