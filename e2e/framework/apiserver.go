@@ -48,7 +48,7 @@ type APIServer struct {
 	saKeyPath      string
 	caPath         string
 	args           []string
-	env            []string // after apiServerEnv
+	env            []string
 
 	mu   sync.Mutex
 	proc *process
@@ -73,6 +73,7 @@ func newAPIServer(name, bin, dir, logDir, etcdURL string) (*APIServer, error) {
 		kubeconfigPath: filepath.Join(dir, "kubeconfig"),
 		saKeyPath:      filepath.Join(dir, "sa.key"),
 		caPath:         filepath.Join(dir, "ca.crt"),
+		env:            slices.Clone(apiServerEnv),
 	}
 	saPub := filepath.Join(dir, "sa.pub")
 	if err := writeServiceAccountKeys(a.saKeyPath, saPub); err != nil {
@@ -120,7 +121,7 @@ func (a *APIServer) start(ctx context.Context) error {
 	if a.proc != nil && !a.proc.exited() {
 		return fmt.Errorf("API server %s is already running (pid %d)", a.Name, a.proc.pid())
 	}
-	proc, err := startProcess("kube-apiserver "+a.Name, a.logPath, append(slices.Clone(apiServerEnv), a.env...), a.bin, a.args...)
+	proc, err := startProcess("kube-apiserver "+a.Name, a.logPath, a.env, a.bin, a.args...)
 	if err != nil {
 		return err
 	}

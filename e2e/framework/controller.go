@@ -94,11 +94,16 @@ func (c *Controller) Restart() error { return c.RestartWith() }
 // RestartWith is Restart with args added after the controller's flags, for this start and the
 // later ones: a flag given again overrides its earlier value.
 func (c *Controller) RestartWith(args ...string) error {
+	return c.restart(func() { c.args = append(c.args, args...) })
+}
+
+// restart stops the controller, edits its flags under its lock and starts it again.
+func (c *Controller) restart(edit func()) error {
 	if err := c.stop(); err != nil {
 		return err
 	}
 	c.mu.Lock()
-	c.args = append(c.args, args...)
+	edit()
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), controllerReadyTimeout)
 	defer cancel()

@@ -205,15 +205,7 @@ func (c *Controller) setRenderStore(url string) {
 // that run it with another backend than the run's restore it with RestartWithRenderStore of
 // Env.RenderStoreURL; they must not be parallel.
 func (c *Controller) RestartWithRenderStore(url string) error {
-	if err := c.stop(); err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.setRenderStore(url)
-	c.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), controllerReadyTimeout)
-	defer cancel()
-	return c.start(ctx)
+	return c.restart(func() { c.setRenderStore(url) })
 }
 
 // RenderStoreURL returns the controller's current --render-store ("" for none).
