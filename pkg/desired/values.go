@@ -1,8 +1,10 @@
 package desired
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
+	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/yaml"
@@ -99,8 +101,12 @@ func parseValues(data []byte, secret bool) (map[string]any, error) {
 	var v any
 	if err := yaml.Unmarshal(data, &v); err != nil {
 		if secret {
+			// A line past the content's last "\n" line (the parser also breaks lines at a lone
+			// "\r") is left out: only a number that cannot come from the content is shown.
 			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-				return nil, fmt.Errorf("invalid YAML at line %s", m[1])
+				if line, _ := strconv.Atoi(m[1]); line >= 1 && line <= bytes.Count(data, []byte("\n"))+1 {
+					return nil, fmt.Errorf("invalid YAML at line %d", line)
+				}
 			}
 			return nil, fmt.Errorf("invalid YAML")
 		}
