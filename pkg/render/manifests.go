@@ -66,7 +66,7 @@ func parseYAMLDocuments(b *builder, file string, data []byte) error {
 		}
 		jsonData, err := yaml.YAMLToJSON(chunk)
 		if err != nil {
-			return yamlError(file, doc, start, err)
+			return yamlError(file, doc, start, chunk, err)
 		}
 		if err := b.addDocument(file, doc, firstContentLine(chunk, start), jsonData); err != nil {
 			return err
@@ -169,17 +169,19 @@ func lineAt(data []byte, offset int64) int {
 // yamlLinePattern finds the document-relative line the YAML library puts in its messages.
 var yamlLinePattern = regexp.MustCompile(`line (\d+): `)
 
-// yamlError turns a YAML conversion error of a document starting at line start into an *Error
+// yamlError turns a YAML conversion error of document chunk starting at line start into an *Error
 // carrying the line in the file, and drops the document-relative line from the message.
-func yamlError(file string, doc, start int, err error) *Error {
+func yamlError(file string, doc, start int, chunk []byte, err error) *Error {
 	msg := strings.TrimPrefix(err.Error(), "error converting YAML to JSON: ")
 	line := 0
 	if m := yamlLinePattern.FindStringSubmatchIndex(msg); m != nil {
 		rel, convErr := strconv.Atoi(msg[m[2]:m[3]])
-		if convErr == nil && start > 0 {
+		// The parser also breaks lines at a lone "\r": a line past the chunk's last "\n" line (or
+		// the one after it, for an unexpected end) cannot be mapped to the file and is left out.
+		if convErr == nil && start > 0 && rel <= bytes.Count(chunk, []byte("\n"))+1 {
 			line = start + rel - 1
-			msg = msg[:m[0]] + msg[m[1]:]
 		}
+		msg = msg[:m[0]] + msg[m[1]:]
 	}
 	// Keep err in the chain for callers that inspect it; the message carries the file line instead.
 	return &Error{File: file, Doc: doc, Line: line, Err: &yamlSyntaxError{msg: "invalid YAML: " + msg, err: err}}
