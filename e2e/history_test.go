@@ -59,7 +59,7 @@ func TestHistoryAPI(t *testing.T) {
 
 	// GET /history is authorized by itself: convoy-sync does not grant it.
 	bind(t, ns, "hist-sync", "convoy-sync", framework.SyncUser)
-	if code := getHistory(t, ns, "hist", framework.SyncUserToken); code != http.StatusForbidden {
+	if code, _ := callAPI(t, http.MethodGet, "/history", url.Values{"namespace": {ns}, "name": {"hist"}}, framework.SyncUserToken); code != http.StatusForbidden {
 		t.Errorf("GET /history with convoy-sync only: %d, want 403", code)
 	}
 	bind(t, ns, "hist-history", "convoy-history", framework.SyncUser)
@@ -106,7 +106,7 @@ func TestHistoryAPI(t *testing.T) {
 		{name: "POST", method: http.MethodPost, query: url.Values{"namespace": {ns}, "name": {"hist"}}, token: framework.SyncUserToken, want: http.StatusMethodNotAllowed},
 		{name: "unknown Release", method: http.MethodGet, query: url.Values{"namespace": {ns}, "name": {"nope"}}, token: framework.SyncUserToken, want: http.StatusNotFound},
 	} {
-		if code := callHistory(t, tt.method, tt.query, tt.token); code != tt.want {
+		if code, _ := callAPI(t, tt.method, "/history", tt.query, tt.token); code != tt.want {
 			t.Errorf("%s: %s /history?%s = %d, want %d", tt.name, tt.method, tt.query.Encode(), code, tt.want)
 		}
 	}
@@ -169,32 +169,4 @@ func grantReleaseRead(t *testing.T, ns, user string) {
 	if _, err := env.Mgmt.Kube.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create RoleBinding release-reader: %v", err)
 	}
-}
-
-// getHistory sends GET /history for ns/name with token and returns the status code.
-func getHistory(t *testing.T, ns, name, token string) int {
-	t.Helper()
-	return callHistory(t, http.MethodGet, url.Values{"namespace": {ns}, "name": {name}}, token)
-}
-
-// callHistory sends method /history?query with token ("" for none) and returns the status code;
-// every answer must be JSON.
-func callHistory(t *testing.T, method string, query url.Values, token string) int {
-	t.Helper()
-	req, err := http.NewRequest(method, env.Controller.SyncAPIURL+"/history?"+query.Encode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := syncClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s /history: %v", method, err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-		t.Errorf("%s /history answered %d with Content-Type %q, want JSON", method, resp.StatusCode, ct)
-	}
-	return resp.StatusCode
 }

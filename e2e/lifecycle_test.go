@@ -42,32 +42,6 @@ func withClusterWave(wave int32, timeout time.Duration) framework.ReleaseOption 
 	}
 }
 
-// hookJobDoc is a Job hook of phase that completes, or fails when fail is set (kwok stage).
-func hookJobDoc(name, phase string, fail bool, annotations map[string]string) string {
-	podLabels := map[string]any{"hook": name}
-	if fail {
-		podLabels["convoy-e2e/fail"] = "true"
-	}
-	ann := map[string]string{convoyv1alpha1.HookAnnotation: phase}
-	for k, v := range annotations {
-		ann[k] = v
-	}
-	return framework.Annotated(framework.Doc(map[string]any{
-		"apiVersion": "batch/v1", "kind": "Job",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"backoffLimit": 0,
-			"template": map[string]any{
-				"metadata": map[string]any{"labels": podLabels},
-				"spec": map[string]any{
-					"restartPolicy": "Never",
-					"containers":    []any{map[string]any{"name": "hook", "image": "registry.example/hook:1"}},
-				},
-			},
-		},
-	}), ann)
-}
-
 // hookJobs lists the Jobs on the live target whose names start with prefix-.
 func hookJobs(t *testing.T, ns, prefix string) []batchv1.Job {
 	t.Helper()
@@ -223,7 +197,8 @@ func TestPreSyncHookFailure(t *testing.T) {
 			t.Parallel()
 			ns := env.NewNamespace(t)
 			env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", map[string]string{"a": "1"}, nil),
-				hookJobDoc("migrate", "preSync", true, map[string]string{convoyv1alpha1.HookOnFailureAnnotation: tt.onFailure}))})
+				framework.Annotated(framework.HookJobDoc("migrate", "preSync", true, nil),
+					map[string]string{convoyv1alpha1.HookOnFailureAnnotation: tt.onFailure}))})
 			env.CreateConfigMapRelease(t, ns, "app", "live", "app")
 			r := env.WaitApplied(t, ns, "app", tt.reason, applyTimeout, lifecycleIs(map[string]string{"preSync": "Failed"}))
 			if tt.reason == convoyv1alpha1.ReasonHookFailed {
@@ -251,7 +226,7 @@ func TestHookPhases(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", map[string]string{"a": "1"}, nil),
-		hookJobDoc("migrate", "preSync", false, nil), hookJobDoc("smoke", "postSync", true, nil))})
+		framework.HookJobDoc("migrate", "preSync", false, nil), framework.HookJobDoc("smoke", "postSync", true, nil))})
 	env.CreateConfigMapRelease(t, ns, "app", "live", "app")
 	r := env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout,
 		lifecycleIs(map[string]string{"preSync": "Succeeded", "postSync": "Failed"}))
@@ -316,7 +291,7 @@ func TestSyncFailedHook(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", nil, nil), serviceDoc("web", "Bogus"),
-		hookJobDoc("notify", "syncFailed", false, nil), hookJobDoc("never", "postSync", false, nil))})
+		framework.HookJobDoc("notify", "syncFailed", false, nil), framework.HookJobDoc("never", "postSync", false, nil))})
 	env.CreateConfigMapRelease(t, ns, "app", "live", "app")
 	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonUnappliable, applyTimeout, nil)
 	framework.Eventually(t, applyTimeout, func() (bool, string) {
@@ -337,7 +312,7 @@ func TestDeleteHooks(t *testing.T) {
 	t.Parallel()
 	ns := env.NewNamespace(t)
 	env.CreateSource(t, ns, "app", map[string]string{"app.yaml": framework.Docs(framework.ConfigMapDoc("config", nil, nil),
-		hookJobDoc("backup", "preDelete", false, nil), hookJobDoc("goodbye", "postDelete", false, nil))})
+		framework.HookJobDoc("backup", "preDelete", false, nil), framework.HookJobDoc("goodbye", "postDelete", false, nil))})
 	env.CreateConfigMapRelease(t, ns, "app", "live", "app")
 	env.WaitApplied(t, ns, "app", convoyv1alpha1.ReasonApplied, applyTimeout, nil)
 	if n := len(hookJobs(t, ns, "backup")) + len(hookJobs(t, ns, "goodbye")); n != 0 {

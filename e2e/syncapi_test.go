@@ -37,7 +37,19 @@ func callSync(t *testing.T, method, ns, name, token string, force bool) (int, ma
 	if force {
 		q.Set("force", "true")
 	}
-	req, err := http.NewRequest(method, env.Controller.SyncAPIURL+"/sync?"+q.Encode(), nil)
+	code, body := callAPI(t, method, "/sync", q, token)
+	m, ok := body.(map[string]any)
+	if !ok {
+		t.Fatalf("%s /sync answered %d with %T, want a JSON object", method, code, body)
+	}
+	return code, m
+}
+
+// callAPI sends method path?query to the controller's sync API with token ("" for none) and
+// returns the status code and the decoded body; every answer must be JSON.
+func callAPI(t *testing.T, method, path string, query url.Values, token string) (int, any) {
+	t.Helper()
+	req, err := http.NewRequest(method, env.Controller.SyncAPIURL+path+"?"+query.Encode(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +58,15 @@ func callSync(t *testing.T, method, ns, name, token string, force bool) (int, ma
 	}
 	resp, err := syncClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s /sync: %v", method, err)
+		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
-	var body map[string]any
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("%s %s answered %d with Content-Type %q, want JSON", method, path, resp.StatusCode, ct)
+	}
+	var body any
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatalf("%s /sync answered %d with a body that is not JSON: %v", method, resp.StatusCode, err)
+		t.Fatalf("%s %s answered %d with a body that is not JSON: %v", method, path, resp.StatusCode, err)
 	}
 	return resp.StatusCode, body
 }

@@ -288,7 +288,7 @@ func TestBadInput(t *testing.T) {
 		start: startManifests,
 		// The Job's pod asks for a node that does not exist: it stays Pending, the Job active.
 		breakIt: breakSource(map[string]string{"app.yaml": framework.Docs(keepDoc, framework.ConfigMapDoc("after-hook", nil, nil),
-			hookJobDoc("forever", "preSync", map[string]any{"nodeSelector": map[string]any{"convoy-e2e/no-such-node": "true"}}))}),
+			framework.HookJobDoc("forever", "preSync", false, map[string]any{"nodeSelector": map[string]any{"convoy-e2e/no-such-node": "true"}}))}),
 		reason: convoyv1alpha1.ReasonWaitingForHook, want: []string{"Job", "forever", "running"},
 		after: func(t *testing.T, c *caseEnv) {
 			// The Release keeps reporting it; the objects after the hook are not applied.

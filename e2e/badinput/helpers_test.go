@@ -148,25 +148,6 @@ func withNamespace(d, ns string) string {
 	return framework.Doc(obj)
 }
 
-// hookJobDoc is a Job hook of phase; podSpec extras (nodeSelector, ...) go into its pod spec.
-func hookJobDoc(name, phase string, podSpec map[string]any) string {
-	spec := map[string]any{
-		"restartPolicy": "Never",
-		"containers":    []any{map[string]any{"name": "hook", "image": "registry.example/hook:1"}},
-	}
-	for k, v := range podSpec {
-		spec[k] = v
-	}
-	return framework.Annotated(framework.Doc(map[string]any{
-		"apiVersion": "batch/v1", "kind": "Job",
-		"metadata": map[string]any{"name": name},
-		"spec": map[string]any{
-			"backoffLimit": 0,
-			"template":     map[string]any{"metadata": map[string]any{"labels": map[string]any{"hook": name}}, "spec": spec},
-		},
-	}), map[string]string{convoyv1alpha1.HookAnnotation: phase})
-}
-
 // simpleChart is a Helm chart of the given templates (file name under templates/ -> content) and
 // default values.
 func simpleChart(name, version string, templates map[string]string, values string) *chart.Chart {

@@ -163,6 +163,31 @@ func Annotated(d string, annotations map[string]string) string {
 	return Doc(obj)
 }
 
+// HookJobDoc is a Job hook of phase whose pod is labelled hook=name. With fail its pod carries the
+// label the kwok stages fail (convoy-e2e/fail=true), otherwise it completes; podSpec extras
+// (nodeSelector, ...) go into the pod spec and may be nil.
+func HookJobDoc(name, phase string, fail bool, podSpec map[string]any) string {
+	podLabels := map[string]any{"hook": name}
+	if fail {
+		podLabels["convoy-e2e/fail"] = "true"
+	}
+	spec := map[string]any{
+		"restartPolicy": "Never",
+		"containers":    []any{map[string]any{"name": "hook", "image": "registry.example/hook:1"}},
+	}
+	for k, v := range podSpec {
+		spec[k] = v
+	}
+	return Annotated(Doc(map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"backoffLimit": 0,
+			"template":     map[string]any{"metadata": map[string]any{"labels": podLabels}, "spec": spec},
+		},
+	}), map[string]string{convoyv1alpha1.HookAnnotation: phase})
+}
+
 // Publish adds charts to repo, failing the test on error.
 func Publish(t *testing.T, repo *HelmRepo, charts ...*chart.Chart) {
 	t.Helper()
