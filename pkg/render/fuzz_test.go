@@ -67,6 +67,7 @@ func FuzzRenderManifests(f *testing.F) {
 
 		// The objects written back as a JSON stream and as YAML documents render to the same objects.
 		var jsonStream, yamlDocs bytes.Buffer
+		yamlOK := true
 		for _, obj := range objs {
 			j, err := json.Marshal(obj.Object)
 			if err != nil {
@@ -76,12 +77,21 @@ func FuzzRenderManifests(f *testing.F) {
 			jsonStream.WriteByte('\n')
 			y, err := yaml.Marshal(obj.Object)
 			if err != nil {
-				t.Fatalf("marshal rendered object to YAML: %v", err)
+				// The YAML emitter refuses a string holding DEL (U+007F), which JSON and the YAML
+				// parser accept: such objects are written back as JSON only.
+				if !strings.Contains(err.Error(), "control characters are not allowed") {
+					t.Fatalf("marshal rendered object to YAML: %v", err)
+				}
+				yamlOK = false
 			}
 			yamlDocs.WriteString("---\n")
 			yamlDocs.Write(y)
 		}
-		for name, out := range map[string]string{"json": jsonStream.String(), "yaml": yamlDocs.String()} {
+		forms := map[string]string{"json": jsonStream.String()}
+		if yamlOK {
+			forms["yaml"] = yamlDocs.String()
+		}
+		for name, out := range forms {
 			back, err := renderFiles(map[string]string{"out": out}, testScope)
 			if err != nil {
 				t.Fatalf("re-rendering the %s form fails: %v\n%s", name, err, out)
