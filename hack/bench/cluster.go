@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/e2e/framework"
@@ -41,27 +42,21 @@ func (b *bench) registerClusters(ctx context.Context, namespace string, targets 
 			return fmt.Errorf("register %s: %w", t.Name, err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		notReady := []string{}
+	var notReady []string
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		notReady = nil
 		for _, t := range targets {
 			cl, err := b.env.Convoy().CoreV1alpha1().Clusters(namespace).Get(ctx, t.Name, metav1.GetOptions{})
 			if err != nil || !meta.IsStatusConditionTrue(cl.Status.Conditions, v1alpha1.ConditionReady) {
 				notReady = append(notReady, t.Name)
 			}
 		}
-		if len(notReady) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("Clusters %v in %s not Ready after 2m", notReady, namespace)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("Clusters %v in %s not Ready (within 2m): %w", notReady, namespace, err)
 	}
+	return nil
 }
 
 // releaseWatch keeps the Releases of one namespace in an informer cache, so waiting for them
@@ -100,15 +95,15 @@ func applied(r *v1alpha1.Release) bool {
 // for their generation, and returns when the last one was seen so. On timeout the error counts
 // the Releases by their Applied reason.
 func (w *releaseWatch) waitApplied(ctx context.Context, want int, minGeneration map[string]int64, timeout time.Duration) (time.Time, error) {
-	deadline := time.Now().Add(timeout)
 	lastReport := time.Now()
-	for {
+	var done int
+	var reasons map[string]int
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		rels, err := w.lister.List(labels.Everything())
 		if err != nil {
-			return time.Time{}, err
+			return false, err
 		}
-		done := 0
-		reasons := map[string]int{}
+		done, reasons = 0, map[string]int{}
 		for _, r := range rels {
 			if applied(r) && r.Generation >= minGeneration[r.Name] {
 				done++
@@ -124,21 +119,18 @@ func (w *releaseWatch) waitApplied(ctx context.Context, want int, minGeneration 
 			reasons[reason]++
 		}
 		if done >= want {
-			return time.Now(), nil
+			return true, nil
 		}
 		if time.Since(lastReport) > 30*time.Second {
 			say("  %d of %d Releases Applied; the others: %s", done, want, describeCounts(reasons))
 			lastReport = time.Now()
 		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("%d of %d Releases Applied after %s; the others: %s", done, want, timeout, describeCounts(reasons))
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%d of %d Releases Applied (within %s); the others: %s: %w", done, want, timeout, describeCounts(reasons), err)
 	}
+	return time.Now(), nil
 }
 
 // describeCounts formats counts by key.

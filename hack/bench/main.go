@@ -45,8 +45,9 @@
 // loop; (b) under 120 s to all Applied and under 250 MiB RSS; (c) zero writes; (d) under 1.5x of
 // (b)'s time. The Releases' sync interval and the controller's informer resync (-resync) are 1h
 // so that no periodic reconcile of every Release mixes into a measurement (with the default 10m
-// resync, a sweep of all 1,000 Releases fell inside d). -profile-dir turns on the controller's --profiling and saves a CPU profile of the
-// first -profile-seconds of b and d, and heap and allocs profiles after them.
+// resync, a sweep of all 1,000 Releases fell inside d). -profile-dir turns on the controller's
+// --profiling and saves a CPU profile of the first -profile-seconds of b and d, and heap and
+// allocs profiles after them.
 //
 // It runs from the repository root (make bench). Never assert a time in a test: these numbers
 // depend on the machine and on whatever else runs on it.

@@ -14,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
 	"github.com/kumodo/convoy/e2e/framework"
@@ -455,55 +456,40 @@ func inventoryVersions(ctx context.Context, b *bench, namespace string) (map[str
 // waitQuiet waits until the release queue is empty and no reconcile happened for 3 seconds.
 func (b *bench) waitQuiet(ctx context.Context) error {
 	const quiet = 3 * time.Second
-	deadline := time.Now().Add(b.cfg.timeout)
 	last, err := b.sampler.take(ctx)
 	if err != nil {
 		return err
 	}
 	since := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, b.cfg.timeout, false, func(ctx context.Context) (bool, error) {
 		s, err := b.sampler.take(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if s.reconciles != last.reconciles || s.queueDepth > 0 {
 			last, since = s, time.Now()
 		}
-		if time.Since(since) >= quiet {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the release controller did not settle within %s", b.cfg.timeout)
-		}
+		return time.Since(since) >= quiet, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for the release controller to settle (within %s): %w", b.cfg.timeout, err)
 	}
+	return nil
 }
 
 // waitReconciles waits until the controller counted at least want reconciles and its queue is
 // empty, and returns the sample then.
 func (b *bench) waitReconciles(ctx context.Context, want float64) (sample, error) {
-	deadline := time.Now().Add(b.cfg.timeout)
-	for {
-		s, err := b.sampler.take(ctx)
-		if err != nil {
-			return sample{}, err
-		}
-		if s.reconciles >= want && s.queueDepth == 0 {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			return sample{}, fmt.Errorf("%.0f reconciles after %s, want %.0f", s.reconciles, b.cfg.timeout, want)
-		}
-		select {
-		case <-ctx.Done():
-			return sample{}, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	var s sample
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, b.cfg.timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		s, err = b.sampler.take(ctx)
+		return err == nil && s.reconciles >= want && s.queueDepth == 0, err
+	})
+	if err != nil {
+		return sample{}, fmt.Errorf("%.0f reconciles, want %.0f (within %s): %w", s.reconciles, want, b.cfg.timeout, err)
 	}
+	return s, nil
 }
 
 // profile starts saving the controller's CPU profile of the next -profile-seconds for scenario

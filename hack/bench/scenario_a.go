@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kumodo/convoy/apis/core/v1alpha1"
@@ -113,13 +114,13 @@ func (b *bench) scenarioA(ctx context.Context) ([]*table, error) {
 // objects pruned, their finalizers removed).
 func (b *bench) deleteReleasesA(ctx context.Context) error {
 	releases := b.env.Convoy().CoreV1alpha1().Releases("")
-	deadline := time.Now().Add(b.cfg.timeout)
-	for {
+	left := 0
+	err := wait.PollUntilContextTimeout(ctx, time.Second, b.cfg.timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := releases.List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return fmt.Errorf("list Releases: %w", err)
+			return false, fmt.Errorf("list Releases: %w", err)
 		}
-		left := 0
+		left = 0
 		for _, rel := range list.Items {
 			if !strings.HasPrefix(rel.Namespace, namespaceA+"-") {
 				continue
@@ -128,22 +129,16 @@ func (b *bench) deleteReleasesA(ctx context.Context) error {
 			if rel.DeletionTimestamp == nil {
 				err := b.env.Convoy().CoreV1alpha1().Releases(rel.Namespace).Delete(ctx, rel.Name, metav1.DeleteOptions{})
 				if err != nil && !apierrors.IsNotFound(err) {
-					return fmt.Errorf("delete Release %s/%s: %w", rel.Namespace, rel.Name, err)
+					return false, fmt.Errorf("delete Release %s/%s: %w", rel.Namespace, rel.Name, err)
 				}
 			}
 		}
-		if left == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d Releases of scenario a still there after %s", left, b.cfg.timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+		return left == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete the Releases of scenario a (%d left, within %s): %w", left, b.cfg.timeout, err)
 	}
+	return nil
 }
 
 // passA runs cfg.roundsA rounds of scenario a (numbered from first, each in namespaces of its
